@@ -1,0 +1,56 @@
+# galloc: `make run` plans a bundled real-model graph, `make test` runs every test.
+# Both work on a fresh machine: they install the Debian packages they need first.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= 2
+GGML_CACHE ?= $(HOME)/.cache/galloc/ggml
+UPSTREAM_SPEC := llama.rn@0.12.9
+SEED_SPEC     := whisper.rn@0.4.0-rc.10
+GGML_UPSTREAM := $(GGML_CACHE)/upstream
+GGML_SEED     := $(GGML_CACHE)/seed
+
+DEBIAN_PACKAGES := cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
+                   libbenchmark-dev librapidcheck-dev libfmt-dev nodejs npm
+
+.PHONY: all deps ggml configure build run test unit-test asan-test clean
+
+all: build
+
+# Installs what is missing (as root, which these machines are), nothing otherwise.
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# Stock ggml (core + CPU backend) from the npm registry, built once into $(GGML_CACHE).
+ggml: deps
+	@integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_UPSTREAM)
+	@integrations/ggml/build.sh $(SEED_SPEC) $(GGML_SEED)
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DGALLOC_GGML_UPSTREAM_DIR=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(GGML_UPSTREAM),) \
+	  -DGALLOC_GGML_SEED_DIR=$(if $(wildcard $(GGML_SEED)/libggml-stock.a),$(GGML_SEED),) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	@$(BUILD)/examples/galloc_reserve_example
+
+# Unit, C API, consumer and differential tests; then the unit tests under ASan + UBSan.
+test: ggml
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@$(MAKE) --no-print-directory asan-test
+
+asan-test: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGALLOC_SANITIZE=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,13 @@
+// Everything of galloc's C++ API in one include.
+#pragma once
+
+#include "galloc/buffer.hpp"
+#include "galloc/dynamic_allocator.hpp"
+#include "galloc/graph.hpp"
+#include "galloc/graph_allocator.hpp"
+#include "galloc/lifetimes.hpp"
+#include "galloc/linear_allocator.hpp"
+#include "galloc/placement.hpp"
+#include "galloc/plan.hpp"
+#include "galloc/status.hpp"
+#include "galloc/types.hpp"

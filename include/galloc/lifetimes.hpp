@@ -1,0 +1,75 @@
+// Liveness: the one pass that knows about ops and views.
+//
+// Walks a graph the way ggml's graph allocator does (leafs, then explicit inputs, then nodes
+// in order; children and view counts; in-place reuse of a dying parent) and records, instead
+// of addresses, a sequence of events: "allocate storage s", "free bytes [b, b+n) of s".
+// Every event is one step, so a storage object is live over the half-open step interval
+// from its allocation to its last free. Placement strategies see only this result.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "galloc/buffer.hpp"
+#include "galloc/graph.hpp"
+#include "galloc/status.hpp"
+#include "galloc/types.hpp"
+
+namespace galloc {
+
+struct AllocatorSpec {
+  Bytes alignment = 1;
+  Bytes max_chunk_size = kUnlimited;  // the buffer type's max size
+};
+
+struct LifetimeEvent {
+  enum class Kind : std::uint8_t { kAllocate, kFree };
+  Kind kind = Kind::kAllocate;
+  StorageId storage = -1;
+  Bytes begin = 0;  // first byte freed, relative to the storage (kFree only)
+  Bytes size = 0;   // bytes allocated or freed, aligned to the allocator
+};
+
+// Bytes [begin, storage size) of a storage die at `step`, before the rest: ggml frees the
+// tail when a smaller tensor takes over a parent's memory in place.
+struct TailFree {
+  Step step = 0;
+  Bytes begin = 0;
+};
+
+struct StorageObject {
+  AllocatorId allocator = 0;
+  BufferId buffer = 0;       // the buffer id the storage was allocated for
+  Bytes size = 0;            // aligned to the allocator
+  Interval<Step> live;       // [allocation step, final free step); upper = step count if never freed
+  std::vector<TailFree> tail_frees;  // in step order, begins decreasing
+  TensorId first_tensor = kNoTensor; // the tensor that allocated it; in-place successors share it
+};
+
+struct Lifetimes {
+  std::vector<AllocatorSpec> allocators;
+  std::vector<AllocatorId> buffer_allocator;  // per buffer id
+  std::vector<StorageObject> storages;
+  std::vector<LifetimeEvent> events;          // one per step
+  std::vector<StorageId> tensor_storage;      // per tensor; -1: view, existing memory, or unused
+  std::vector<BufferId> tensor_buffer;        // per tensor; -1 where tensor_storage is -1
+  std::vector<Step> node_step;                // per node: the step count when it is computed
+
+  [[nodiscard]] Step step_count() const { return static_cast<Step>(events.size()); }
+};
+
+// Buffer ids: one per node / leaf, or empty spans for "all in buffer 0".
+struct BufferAssignment {
+  std::span<const BufferId> node_buffer_ids;
+  std::span<const BufferId> leaf_buffer_ids;
+};
+
+// Which buffer ids share an allocator: duplicates of the same buffer type share one.
+[[nodiscard]] std::vector<AllocatorId> allocators_of(std::span<const BufferType* const> buffer_types);
+
+// Checks the graph and the ids, then walks it. buffer_types[i] describes buffer id i.
+[[nodiscard]] Result<Lifetimes> analyze_lifetimes(const Graph& graph,
+                                                  std::span<const BufferType* const> buffer_types,
+                                                  const BufferAssignment& assignment = {});
+
+}  // namespace galloc

@@ -1,0 +1,72 @@
+// A plan: where every planned tensor lives, how big each buffer's chunks are, and how far
+// that is from the lower bound. Plus the validator, which trusts no strategy.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "galloc/buffer.hpp"
+#include "galloc/graph.hpp"
+#include "galloc/lifetimes.hpp"
+#include "galloc/placement.hpp"
+
+namespace galloc {
+
+struct TensorPlacement {
+  BufferId buffer = -1;  // -1: not planned (view, existing memory, or not in the graph)
+  ChunkId chunk = -1;
+  Offset offset = 0;
+  Bytes size = 0;        // the buffer type's alloc size for the tensor
+  [[nodiscard]] bool planned() const { return buffer >= 0; }
+  friend bool operator==(const TensorPlacement&, const TensorPlacement&) = default;
+};
+
+struct BufferPlan {
+  std::string name;            // the buffer type's name
+  AllocatorId allocator = 0;
+  bool shared = false;         // same buffer type as an earlier id: its memory is counted there
+  std::vector<Bytes> chunk_sizes;
+  Bytes lower_bound = 0;       // most bytes live at one step
+  Bytes no_reuse = 0;          // every storage object side by side
+  [[nodiscard]] Bytes size() const;
+};
+
+struct Plan {
+  std::string strategy;
+  std::vector<TensorPlacement> tensors;  // per tensor id
+  std::vector<BufferPlan> buffers;       // per buffer id
+  std::vector<TensorId> nodes;           // copies of the graph's lists, for replay checks
+  std::vector<TensorId> leafs;
+
+  // Memory of all distinct buffers (shared ids counted once).
+  [[nodiscard]] Bytes total_size() const;
+  [[nodiscard]] Bytes total_lower_bound() const;
+};
+
+[[nodiscard]] Plan make_plan(const Graph& graph, std::span<const BufferType* const> buffer_types,
+                             const Lifetimes& lifetimes, const Placement& placement,
+                             std::string strategy);
+
+// What the validator can find wrong with a placement.
+enum class PlacementIssueKind {
+  kMissingAddress,   // a storage object has no chunk
+  kBadAlignment,     // offset not a multiple of the allocator's alignment
+  kOutOfChunk,       // offset + size beyond the chunk's size
+  kOverlap,          // two storage objects live at the same step share bytes
+  kChunkTooLarge,    // a chunk above the max size that no single storage object needs
+};
+
+struct PlacementIssue {
+  PlacementIssueKind kind;
+  StorageId storage = -1;
+  StorageId other = -1;  // for kOverlap
+  std::string message;
+};
+
+// Checks a placement against the lifetimes it was made for. Empty: valid. Independent of
+// every strategy: it only reads addresses, sizes and live intervals (tails included).
+[[nodiscard]] std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes,
+                                                             const Placement& placement);
+
+}  // namespace galloc

@@ -1,0 +1,235 @@
+#include "galloc/lifetimes.hpp"
+
+#include <string>
+
+namespace galloc {
+
+std::vector<AllocatorId> allocators_of(std::span<const BufferType* const> buffer_types) {
+  std::vector<AllocatorId> result(buffer_types.size());
+  AllocatorId next = 0;
+  for (std::size_t i = 0; i < buffer_types.size(); ++i) {
+    result[i] = -1;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (buffer_types[j] == buffer_types[i]) {
+        result[i] = result[j];
+        break;
+      }
+    }
+    if (result[i] == -1) result[i] = next++;
+  }
+  return result;
+}
+
+namespace {
+
+Status check_buffer_ids(std::span<const BufferId> ids, std::size_t expected, std::size_t n_buffers,
+                        const char* what) {
+  if (ids.empty()) return Status::ok();
+  if (ids.size() != expected) {
+    return invalid_argument(std::string(what) + " buffer ids: " + std::to_string(ids.size()) +
+                            " given for " + std::to_string(expected) + " " + what + "s");
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= n_buffers) {
+      return invalid_argument(std::string(what) + " " + std::to_string(i) + ": buffer id " +
+                              std::to_string(ids[i]) + " is out of range (" +
+                              std::to_string(n_buffers) + " buffer types)");
+    }
+  }
+  return Status::ok();
+}
+
+// The walk itself, a line-for-line counterpart of ggml_gallocr_alloc_graph_impl.
+class LivenessWalk {
+ public:
+  LivenessWalk(const Graph& graph, std::span<const BufferType* const> buffer_types, Lifetimes& out)
+      : graph_(graph), types_(buffer_types), out_(out), state_(graph.tensors.size()) {}
+
+  void run(const BufferAssignment& assignment) {
+    auto node_buffer = [&](std::size_t i) {
+      return assignment.node_buffer_ids.empty() ? 0 : assignment.node_buffer_ids[i];
+    };
+    auto leaf_buffer = [&](std::size_t i) {
+      return assignment.leaf_buffer_ids.empty() ? 0 : assignment.leaf_buffer_ids[i];
+    };
+
+    // Leafs first: the application may use them outside the graph too.
+    for (std::size_t i = 0; i < graph_.leafs.size(); ++i) allocate(graph_.leafs[i], leaf_buffer(i));
+
+    // Count children and views; allocate explicit inputs before anything can overwrite them.
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const TensorId id = graph_.nodes[i];
+      const Tensor& node = graph_[id];
+      // A view with op NONE only carries dependencies for ggml-backend; it is no real user.
+      if (node.is_view() && node.op != Op::None) state_[node.view_src].n_views += 1;
+      if (node.is_input()) allocate(id, node_buffer(i));
+      for (TensorId src : node.src) {
+        if (src == kNoTensor) continue;
+        state_[src].n_children += 1;
+        if (graph_[src].is_input()) allocate(src, node_buffer(i));
+      }
+    }
+
+    out_.node_step.resize(graph_.nodes.size());
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const TensorId id = graph_.nodes[i];
+      const Tensor& node = graph_[id];
+      const BufferId buffer = node_buffer(i);
+      for (TensorId src : node.src) {
+        if (src != kNoTensor) allocate(src, buffer);
+      }
+      allocate(id, buffer);
+      out_.node_step[i] = static_cast<Step>(out_.events.size());
+
+      for (TensorId src : node.src) {
+        if (src == kNoTensor) continue;
+        TensorState& parent = state_[src];
+        parent.n_children -= 1;
+        if (parent.n_children != 0 || parent.n_views != 0) continue;
+        if (graph_[src].is_view()) {
+          const TensorId root = graph_[src].view_src;
+          TensorState& source = state_[root];
+          source.n_views -= 1;
+          if (source.n_views == 0 && source.n_children == 0 && source.owned) release(root);
+        } else if (parent.owned) {
+          release(src);
+        }
+      }
+    }
+
+    const Step end = static_cast<Step>(out_.events.size());
+    for (StorageObject& storage : out_.storages) {
+      if (storage.live.upper < 0) storage.live.upper = end;
+    }
+    out_.tensor_storage.resize(graph_.tensors.size());
+    out_.tensor_buffer.resize(graph_.tensors.size());
+    for (std::size_t t = 0; t < graph_.tensors.size(); ++t) {
+      out_.tensor_storage[t] = state_[t].storage;
+      out_.tensor_buffer[t] = state_[t].storage < 0 ? -1 : state_[t].buffer;
+    }
+  }
+
+ private:
+  struct TensorState {
+    int n_children = 0;
+    int n_views = 0;
+    BufferId buffer = -1;
+    StorageId storage = -1;
+    bool owned = false;  // ggml's hash_node.allocated: this tensor owns `storage` now
+  };
+
+  [[nodiscard]] Bytes aligned_size(BufferId buffer, const Tensor& tensor) const {
+    const AllocatorId a = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
+    return align_up(types_[static_cast<std::size_t>(buffer)]->alloc_size(tensor),
+                    out_.allocators[static_cast<std::size_t>(a)].alignment);
+  }
+
+  [[nodiscard]] Bytes raw_size(BufferId buffer, const Tensor& tensor) const {
+    return types_[static_cast<std::size_t>(buffer)]->alloc_size(tensor);
+  }
+
+  void emit_free(StorageId storage, Bytes begin, Bytes size) {
+    out_.events.push_back({LifetimeEvent::Kind::kFree, storage, begin, size});
+  }
+
+  void allocate(TensorId id, BufferId buffer) {
+    const Tensor& tensor = graph_[id];
+    TensorState& state = state_[id];
+    if (tensor.has_memory || state.owned || tensor.is_view()) return;
+    state.owned = true;
+
+    if (op_can_inplace(tensor.op)) {
+      for (TensorId src : tensor.src) {
+        if (src == kNoTensor || !state_[src].owned) continue;
+        const Tensor& parent = graph_[src];
+        // Upstream also tries a view parent here, but views are never owned, so that branch
+        // cannot run; owned parents are never views.
+        if (parent.is_output()) continue;
+        if (!same_layout(tensor, parent)) continue;
+        TensorState& parent_state = state_[src];
+        if (parent_state.n_children != 1 || parent_state.n_views != 0) continue;
+        // Upstream asserts the child is no larger than the parent; galloc simply does not
+        // reuse then.
+        const Bytes parent_raw = raw_size(parent_state.buffer, parent);
+        const Bytes child_raw = raw_size(parent_state.buffer, tensor);
+        if (child_raw > parent_raw) continue;
+
+        state.buffer = parent_state.buffer;
+        state.storage = parent_state.storage;
+        parent_state.owned = false;
+        const Bytes parent_size = aligned_size(parent_state.buffer, parent);
+        const Bytes child_size = aligned_size(parent_state.buffer, tensor);
+        if (parent_size > child_size) {
+          StorageObject& storage = out_.storages[static_cast<std::size_t>(state.storage)];
+          storage.tail_frees.push_back({static_cast<Step>(out_.events.size()), child_size});
+          emit_free(state.storage, child_size, parent_size - child_size);
+        }
+        return;
+      }
+    }
+
+    StorageObject storage;
+    storage.allocator = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
+    storage.buffer = buffer;
+    storage.size = aligned_size(buffer, tensor);
+    storage.live = {static_cast<Step>(out_.events.size()), -1};
+    storage.first_tensor = id;
+    state.buffer = buffer;
+    state.storage = static_cast<StorageId>(out_.storages.size());
+    out_.storages.push_back(std::move(storage));
+    out_.events.push_back({LifetimeEvent::Kind::kAllocate, state.storage, 0,
+                           out_.storages.back().size});
+  }
+
+  // ggml_gallocr_free_node: outputs are never freed.
+  void release(TensorId id) {
+    const Tensor& tensor = graph_[id];
+    if (tensor.is_output()) return;
+    TensorState& state = state_[id];
+    StorageObject& storage = out_.storages[static_cast<std::size_t>(state.storage)];
+    storage.live.upper = static_cast<Step>(out_.events.size());
+    emit_free(state.storage, 0, aligned_size(state.buffer, tensor));
+    state.owned = false;
+  }
+
+  const Graph& graph_;
+  std::span<const BufferType* const> types_;
+  Lifetimes& out_;
+  std::vector<TensorState> state_;
+};
+
+}  // namespace
+
+Result<Lifetimes> analyze_lifetimes(const Graph& graph,
+                                    std::span<const BufferType* const> buffer_types,
+                                    const BufferAssignment& assignment) {
+  if (buffer_types.empty()) return invalid_argument("no buffer types given");
+  for (std::size_t i = 0; i < buffer_types.size(); ++i) {
+    if (buffer_types[i] == nullptr) {
+      return invalid_argument("buffer type " + std::to_string(i) + " is null");
+    }
+    if (!is_power_of_two(buffer_types[i]->alignment())) {
+      return invalid_argument("buffer type " + std::to_string(i) + " (" + buffer_types[i]->name() +
+                              "): alignment " + std::to_string(buffer_types[i]->alignment()) +
+                              " is not a power of two");
+    }
+  }
+  GALLOC_RETURN_IF_ERROR(validate_graph(graph));
+  GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.node_buffer_ids, graph.nodes.size(),
+                                          buffer_types.size(), "node"));
+  GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.leaf_buffer_ids, graph.leafs.size(),
+                                          buffer_types.size(), "leaf"));
+
+  Lifetimes lifetimes;
+  lifetimes.buffer_allocator = allocators_of(buffer_types);
+  for (std::size_t i = 0; i < buffer_types.size(); ++i) {
+    const auto a = static_cast<std::size_t>(lifetimes.buffer_allocator[i]);
+    if (a == lifetimes.allocators.size()) {
+      lifetimes.allocators.push_back({buffer_types[i]->alignment(), buffer_types[i]->max_size()});
+    }
+  }
+  LivenessWalk(graph, buffer_types, lifetimes).run(assignment);
+  return lifetimes;
+}
+
+}  // namespace galloc

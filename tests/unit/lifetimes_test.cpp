@@ -1,0 +1,138 @@
+// The liveness walk: ggml's counting, in-place and freeing rules, seen through the events.
+#include <gtest/gtest.h>
+
+#include "galloc/lifetimes.hpp"
+#include "galloc/placement.hpp"
+
+namespace galloc {
+namespace {
+
+class LifetimesTest : public ::testing::Test {
+ protected:
+  NullBufferType type_{8};
+  std::vector<const BufferType*> types_{&type_};
+  Graph g_;
+
+  TensorId input(const char* name, std::int64_t n) {
+    const TensorId id = g_.add_leaf(g_.new_tensor(name, DataType::F32, {n}));
+    g_[id].flags |= kFlagInput;
+    return id;
+  }
+  TensorId node(const char* name, Op op, std::int64_t n, std::initializer_list<TensorId> src) {
+    return g_.add_node(g_.new_op(name, op, DataType::F32, {n}, src));
+  }
+  Lifetimes analyze() {
+    auto result = analyze_lifetimes(g_, types_);
+    EXPECT_TRUE(result.is_ok()) << result.status().to_string();
+    return std::move(result).value();
+  }
+  StorageId storage_of(const Lifetimes& l, TensorId t) { return l.tensor_storage[static_cast<std::size_t>(t)]; }
+};
+
+//   x ──scale──> a ──add(b)──> out      a takes x's memory, out takes a's
+TEST_F(LifetimesTest, InplaceChainSharesOneStorage) {
+  const TensorId x = input("x", 16);
+  const TensorId b = input("b", 16);
+  const TensorId a = node("a", Op::Scale, 16, {x});
+  const TensorId out = node("out", Op::Add, 16, {a, b});
+  g_[out].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  EXPECT_EQ(storage_of(l, x), storage_of(l, a));
+  EXPECT_EQ(storage_of(l, a), storage_of(l, out));
+  EXPECT_NE(storage_of(l, b), storage_of(l, out));
+  EXPECT_EQ(l.storages.size(), 2u);
+  EXPECT_EQ(live_lower_bound(l)[0], 128u);
+}
+
+// A parent with two children, an output parent, or a different layout is not reused.
+TEST_F(LifetimesTest, NoInplaceForSharedOutputOrOtherLayout) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Scale, 16, {x});    // x still needed by c
+  const TensorId c = node("c", Op::Add, 16, {a, x});   // reuses a
+  g_[c].flags |= kFlagOutput;
+  const TensorId d = node("d", Op::Scale, 16, {c});    // c is an output
+  const TensorId e = node("e", Op::Scale, 8, {d});     // other shape
+  g_[e].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  EXPECT_NE(storage_of(l, a), storage_of(l, x));
+  EXPECT_EQ(storage_of(l, c), storage_of(l, a));
+  EXPECT_NE(storage_of(l, d), storage_of(l, c));
+  EXPECT_NE(storage_of(l, e), storage_of(l, d));
+}
+
+// Ops that cannot run in place never reuse a parent.
+TEST_F(LifetimesTest, MulMatIsNotInplace) {
+  const TensorId x = input("x", 16);
+  const TensorId y = node("y", Op::MulMat, 16, {x, x});
+  g_[y].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  EXPECT_NE(storage_of(l, x), storage_of(l, y));
+}
+
+// A view keeps its source alive until the view's last user; a NONE-op view does not count.
+TEST_F(LifetimesTest, ViewsKeepTheirSourceAlive) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Cont, 16, {x});
+  const TensorId v = g_.add_node(g_.new_view("v", Op::View, a, 0, {8}));
+  const TensorId u = node("u", Op::Cont, 8, {x});     // after v, before v's user
+  const TensorId w = node("w", Op::Cont, 8, {v, u});  // last user of v: frees a after w
+  g_[w].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  EXPECT_EQ(storage_of(l, v), -1) << "views are not storage objects";
+  const StorageObject& sa = l.storages[static_cast<std::size_t>(storage_of(l, a))];
+  const StorageObject& sw = l.storages[static_cast<std::size_t>(storage_of(l, w))];
+  EXPECT_TRUE(sa.live.overlaps(sw.live)) << "a must live while w reads v";
+  EXPECT_GT(sa.live.upper, sw.live.lower) << "a is freed only after w is allocated";
+  (void)u;
+}
+
+TEST_F(LifetimesTest, NoneOpViewDoesNotHoldItsSource) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Cont, 16, {x});
+  g_.add_node(g_.new_view("dep", Op::None, a, 0, {16}));  // dependency only: src a counts a child
+  const TensorId b = node("b", Op::Cont, 16, {x});
+  g_[b].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  const StorageObject& sa = l.storages[static_cast<std::size_t>(storage_of(l, a))];
+  // a is freed when its only child (the NONE view) is processed, before b is allocated.
+  const StorageObject& sb = l.storages[static_cast<std::size_t>(storage_of(l, b))];
+  EXPECT_LE(sa.live.upper, sb.live.lower);
+}
+
+// Outputs are never freed; existing memory is never planned.
+TEST_F(LifetimesTest, OutputsLiveToTheEndAndExistingMemoryIsSkipped) {
+  const TensorId w = g_.add_leaf(g_.new_tensor("w", DataType::F16, {16}));
+  g_[w].has_memory = true;
+  const TensorId x = input("x", 16);
+  const TensorId y = node("y", Op::MulMat, 16, {w, x});
+  g_[y].flags |= kFlagOutput;
+  const TensorId z = node("z", Op::Cont, 16, {x});
+  g_[z].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  EXPECT_EQ(storage_of(l, w), -1);
+  EXPECT_EQ(l.storages[static_cast<std::size_t>(storage_of(l, y))].live.upper, l.step_count());
+  EXPECT_EQ(l.storages[static_cast<std::size_t>(storage_of(l, z))].live.upper, l.step_count());
+}
+
+// Inputs are allocated before any node, even when first read late.
+TEST_F(LifetimesTest, InputsAreAllocatedFirst) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Cont, 16, {x});
+  const TensorId late = g_.add(g_.new_tensor("late", DataType::F32, {16}));
+  g_[late].flags |= kFlagInput;
+  const TensorId b = node("b", Op::Add, 16, {a, late});
+  g_[b].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  EXPECT_LT(l.storages[static_cast<std::size_t>(storage_of(l, late))].live.lower,
+            l.storages[static_cast<std::size_t>(storage_of(l, a))].live.lower);
+}
+
+// Buffer ids sharing a buffer type share one allocator.
+TEST(AllocatorsOf, DuplicatesShare) {
+  NullBufferType a, b;
+  const std::vector<const BufferType*> types{&a, &b, &a};
+  EXPECT_EQ(allocators_of(types), (std::vector<AllocatorId>{0, 1, 0}));
+}
+
+}  // namespace
+}  // namespace galloc
