@@ -10,7 +10,8 @@ struct StrategyName {
   Strategy strategy;
   std::string_view name;
 };
-constexpr std::array<StrategyName, 1> kStrategies{{{Strategy::kGgml, "ggml"}}};
+constexpr std::array<StrategyName, 3> kStrategies{
+    {{Strategy::kGgml, "ggml"}, {Strategy::kGreedy, "greedy"}, {Strategy::kBest, "best"}}};
 }  // namespace
 
 std::string_view strategy_name(Strategy strategy) {
@@ -39,8 +40,48 @@ Result<Placement> place(const Lifetimes& lifetimes, const PlacementOptions& opti
   switch (options.strategy) {
     case Strategy::kGgml:
       return place_ggml(lifetimes);
+    case Strategy::kGreedy:
+      return place_greedy(lifetimes);
+    case Strategy::kBest: {
+      std::vector<Placement> candidates;
+      candidates.push_back(place_ggml(lifetimes));
+      for (GreedyOrder order : {GreedyOrder::kDecreasingSize, GreedyOrder::kStartTime}) {
+        for (GapChoice gap : {GapChoice::kBestFit, GapChoice::kLowestOffset}) {
+          candidates.push_back(place_greedy(lifetimes, {order, gap}));
+        }
+      }
+      return smallest_per_allocator(lifetimes, std::move(candidates));
+    }
   }
   return invalid_argument("unknown strategy " + std::to_string(static_cast<int>(options.strategy)));
+}
+
+Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placement> candidates) {
+  const std::size_t n_allocators = lifetimes.allocators.size();
+  auto total = [](const std::vector<Bytes>& chunks) {
+    Bytes sum = 0;
+    for (Bytes c : chunks) sum += c;
+    return sum;
+  };
+  // Strictly smaller, or as small with fewer chunks; earlier candidates win ties.
+  std::vector<std::size_t> winner(n_allocators, 0);
+  for (std::size_t a = 0; a < n_allocators; ++a) {
+    for (std::size_t i = 1; i < candidates.size(); ++i) {
+      const auto& mine = candidates[i].chunk_sizes[a];
+      const auto& theirs = candidates[winner[a]].chunk_sizes[a];
+      if (total(mine) < total(theirs) || (total(mine) == total(theirs) && mine.size() < theirs.size())) {
+        winner[a] = i;
+      }
+    }
+  }
+  Placement best;
+  best.storage_address.resize(lifetimes.storages.size());
+  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
+    const auto a = static_cast<std::size_t>(lifetimes.storages[s].allocator);
+    best.storage_address[s] = candidates[winner[a]].storage_address[s];
+  }
+  for (std::size_t a = 0; a < n_allocators; ++a) best.chunk_sizes.push_back(candidates[winner[a]].chunk_sizes[a]);
+  return best;
 }
 
 std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {

@@ -33,7 +33,7 @@ Comparison compare_with_stock(const testing::RandomCase& c) {
   }
 
   auto types = c.make_buffer_types();
-  GraphAllocator allocator(types.per_id);
+  GraphAllocator allocator(types.per_id, {{Strategy::kGgml}});
   const BufferAssignment assignment{c.node_buffer_ids, c.leaf_buffer_ids};
   auto measured = allocator.measure(c.graph, assignment);
   if (Status s = allocator.reserve(c.graph, assignment); !s) {
@@ -42,7 +42,7 @@ Comparison compare_with_stock(const testing::RandomCase& c) {
   }
   // Every plan must validate, skipped or not.
   auto lifetimes = analyze_lifetimes(c.graph, types.per_id, assignment);
-  auto placement = place(*lifetimes);
+  auto placement = place(*lifetimes, {Strategy::kGgml});
   const auto issues = validate_placement(*lifetimes, *placement);
   if (!issues.empty()) {
     out.mismatch = where(c) + ": invalid plan: " + issues.front().message;

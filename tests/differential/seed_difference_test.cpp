@@ -37,7 +37,7 @@ TEST(SeedDifference, AgreesWithoutMaxSizeAndWithSharedInplaceOps) {
     if (!comparable || !stock.error.empty()) continue;
     ASSERT_TRUE(stock.ok) << "seed " << seed;
     auto types = c.make_buffer_types();
-    GraphAllocator allocator(types.per_id);
+    GraphAllocator allocator(types.per_id, {{Strategy::kGgml}});
     ASSERT_TRUE(allocator.reserve(c.graph, {c.node_buffer_ids, c.leaf_buffer_ids}).is_ok());
     const Plan& plan = *allocator.plan();
     for (std::size_t t = 0; t < c.graph.tensors.size(); ++t) {
@@ -75,7 +75,7 @@ TEST(SeedDifference, SeedIgnoresMaxSize) {
   EXPECT_EQ(stock.chunk_sizes[0][0], 192u) << "the seed's single buffer is above the 128-byte max";
 
   auto types = c.make_buffer_types();
-  GraphAllocator allocator(types.per_id);
+  GraphAllocator allocator(types.per_id, {{Strategy::kGgml}});
   ASSERT_TRUE(allocator.reserve(g).is_ok());
   const auto chunks = allocator.chunks(0);
   ASSERT_EQ(chunks.size(), 2u);
@@ -102,7 +102,7 @@ TEST(SeedDifference, SeedReusesFewerOpsInPlace) {
   if (!stock.error.empty()) GTEST_SKIP() << stock.error;
   ASSERT_TRUE(stock.ok);
   auto types = c.make_buffer_types();
-  GraphAllocator allocator(types.per_id);
+  GraphAllocator allocator(types.per_id, {{Strategy::kGgml}});
   ASSERT_TRUE(allocator.reserve(g).is_ok());
   // galloc (upstream rules): s takes x's memory, y takes s's: 128 bytes. Seed: y is new.
   EXPECT_EQ(allocator.buffer_size(0).value(), 128u);
