@@ -11,7 +11,7 @@ GGML_UPSTREAM := $(GGML_CACHE)/upstream
 GGML_SEED     := $(GGML_CACHE)/seed
 
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
-                   libbenchmark-dev librapidcheck-dev libfmt-dev nodejs npm
+                   libbenchmark-dev librapidcheck-dev libfmt-dev
 
 .PHONY: all deps ggml configure build run test unit-test asan-test clean
 
@@ -24,6 +24,9 @@ deps:
 	  echo "installing:" $$missing; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	@# npm fetches ggml's sources; the machine image may ship its own Node.js, so only the
+	@# command is checked.
+	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
 
 # Stock ggml (core + CPU backend) from the npm registry, built once into $(GGML_CACHE).
 ggml: deps

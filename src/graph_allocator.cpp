@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "galloc/planner.hpp"
+
 namespace galloc {
 
 namespace {
@@ -58,12 +60,9 @@ GraphAllocator& GraphAllocator::operator=(GraphAllocator&&) noexcept = default;
 
 Result<Plan> GraphAllocator::make_reservation_plan(const Graph& graph,
                                                    const BufferAssignment& assignment) const {
-  auto lifetimes = analyze_lifetimes(graph, types_, assignment);
-  if (!lifetimes) return lifetimes.status();
-  auto placement = place(*lifetimes, options_.placement);
-  if (!placement) return placement.status();
-  return make_plan(graph, types_, *lifetimes, *placement,
-                   std::string(strategy_name(options_.placement.strategy)));
+  auto planned = plan_graph(graph, types_, assignment, options_.placement);
+  if (!planned) return planned.status();
+  return std::move(planned->plan);
 }
 
 Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {

@@ -1,5 +1,6 @@
 #include "galloc/lifetimes.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace galloc {
@@ -45,7 +46,7 @@ class LivenessWalk {
   LivenessWalk(const Graph& graph, std::span<const BufferType* const> buffer_types, Lifetimes& out)
       : graph_(graph), types_(buffer_types), out_(out), state_(graph.tensors.size()) {}
 
-  void run(const BufferAssignment& assignment) {
+  void run(const BufferAssignment& assignment, const LifetimeOptions& options) {
     auto node_buffer = [&](std::size_t i) {
       return assignment.node_buffer_ids.empty() ? 0 : assignment.node_buffer_ids[i];
     };
@@ -53,8 +54,13 @@ class LivenessWalk {
       return assignment.leaf_buffer_ids.empty() ? 0 : assignment.leaf_buffer_ids[i];
     };
 
+    if (options.defer_written_leafs) mark_written_leafs(leaf_buffer);
+
     // Leafs first: the application may use them outside the graph too.
-    for (std::size_t i = 0; i < graph_.leafs.size(); ++i) allocate(graph_.leafs[i], leaf_buffer(i));
+    for (std::size_t i = 0; i < graph_.leafs.size(); ++i) {
+      const TensorId leaf = graph_.leafs[i];
+      if (state_[static_cast<std::size_t>(leaf)].deferred_buffer < 0) allocate(leaf, leaf_buffer(i));
+    }
 
     // Count children and views; allocate explicit inputs before anything can overwrite them.
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -75,8 +81,10 @@ class LivenessWalk {
       const TensorId id = graph_.nodes[i];
       const Tensor& node = graph_[id];
       const BufferId buffer = node_buffer(i);
+      if (node.is_view()) allocate_deferred(node.view_src);
       for (TensorId src : node.src) {
-        if (src != kNoTensor) allocate(src, buffer);
+        if (src == kNoTensor) continue;
+        if (!allocate_deferred(src)) allocate(src, buffer);
       }
       allocate(id, buffer);
       out_.node_step[i] = static_cast<Step>(out_.events.size());
@@ -116,7 +124,46 @@ class LivenessWalk {
     BufferId buffer = -1;
     StorageId storage = -1;
     bool owned = false;  // ggml's hash_node.allocated: this tensor owns `storage` now
+    BufferId deferred_buffer = -1;  // a written-first leaf, allocated at its first write
   };
+
+  static bool writes_its_view(Op op) {
+    return op == Op::Cpy || op == Op::SetRows || op == Op::Set || op == Op::Acc;
+  }
+
+  // Leafs (not inputs, no memory, no views) whose first reference in node order is a view
+  // of them that writes them.
+  template <typename LeafBuffer>
+  void mark_written_leafs(const LeafBuffer& leaf_buffer) {
+    std::vector<char> seen(graph_.tensors.size(), 0);
+    std::vector<char> first_is_write(graph_.tensors.size(), 0);
+    for (TensorId id : graph_.nodes) {
+      const Tensor& node = graph_[id];
+      if (node.is_view() && !seen[static_cast<std::size_t>(node.view_src)]) {
+        seen[static_cast<std::size_t>(node.view_src)] = 1;
+        first_is_write[static_cast<std::size_t>(node.view_src)] = writes_its_view(node.op) ? 1 : 0;
+      }
+      for (TensorId src : node.src) {
+        if (src != kNoTensor) seen[static_cast<std::size_t>(src)] = 1;
+      }
+    }
+    for (std::size_t i = 0; i < graph_.leafs.size(); ++i) {
+      const auto leaf = static_cast<std::size_t>(graph_.leafs[i]);
+      const Tensor& t = graph_.tensors[leaf];
+      if (first_is_write[leaf] && !t.is_input() && !t.has_memory && !t.is_view()) {
+        state_[leaf].deferred_buffer = leaf_buffer(i);
+      }
+    }
+  }
+
+  // Allocates a deferred leaf, once, in its own buffer; false if `id` is none (any more).
+  bool allocate_deferred(TensorId id) {
+    BufferId& buffer = state_[static_cast<std::size_t>(id)].deferred_buffer;
+    if (buffer < 0) return false;
+    allocate(id, buffer);
+    buffer = -1;
+    return true;
+  }
 
   [[nodiscard]] Bytes aligned_size(BufferId buffer, const Tensor& tensor) const {
     const AllocatorId a = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
@@ -200,9 +247,34 @@ class LivenessWalk {
 
 }  // namespace
 
+namespace {
+
+void number_storages_by_first_tensor(Lifetimes& lifetimes) {
+  const std::size_t n = lifetimes.storages.size();
+  std::vector<StorageId> order(n);
+  for (std::size_t s = 0; s < n; ++s) order[s] = static_cast<StorageId>(s);
+  std::sort(order.begin(), order.end(), [&](StorageId a, StorageId b) {
+    return lifetimes.storages[static_cast<std::size_t>(a)].first_tensor <
+           lifetimes.storages[static_cast<std::size_t>(b)].first_tensor;
+  });
+  std::vector<StorageId> new_id(n);
+  std::vector<StorageObject> storages(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    new_id[static_cast<std::size_t>(order[i])] = static_cast<StorageId>(i);
+    storages[i] = std::move(lifetimes.storages[static_cast<std::size_t>(order[i])]);
+  }
+  lifetimes.storages = std::move(storages);
+  for (LifetimeEvent& event : lifetimes.events) event.storage = new_id[static_cast<std::size_t>(event.storage)];
+  for (StorageId& s : lifetimes.tensor_storage) {
+    if (s >= 0) s = new_id[static_cast<std::size_t>(s)];
+  }
+}
+
+}  // namespace
+
 Result<Lifetimes> analyze_lifetimes(const Graph& graph,
                                     std::span<const BufferType* const> buffer_types,
-                                    const BufferAssignment& assignment) {
+                                    const BufferAssignment& assignment, const LifetimeOptions& options) {
   if (buffer_types.empty()) return invalid_argument("no buffer types given");
   for (std::size_t i = 0; i < buffer_types.size(); ++i) {
     if (buffer_types[i] == nullptr) {
@@ -228,7 +300,8 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph,
       lifetimes.allocators.push_back({buffer_types[i]->alignment(), buffer_types[i]->max_size()});
     }
   }
-  LivenessWalk(graph, buffer_types, lifetimes).run(assignment);
+  LivenessWalk(graph, buffer_types, lifetimes).run(assignment, options);
+  number_storages_by_first_tensor(lifetimes);
   return lifetimes;
 }
 

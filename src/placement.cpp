@@ -10,8 +10,27 @@ struct StrategyName {
   Strategy strategy;
   std::string_view name;
 };
-constexpr std::array<StrategyName, 3> kStrategies{
-    {{Strategy::kGgml, "ggml"}, {Strategy::kGreedy, "greedy"}, {Strategy::kBest, "best"}}};
+constexpr std::array<StrategyName, 4> kStrategies{{{Strategy::kGgml, "ggml"},
+                                                   {Strategy::kGreedy, "greedy"},
+                                                   {Strategy::kExact, "exact"},
+                                                   {Strategy::kBest, "best"}}};
+
+Bytes total(const std::vector<Bytes>& chunks) {
+  Bytes sum = 0;
+  for (Bytes c : chunks) sum += c;
+  return sum;
+}
+
+Placement best_of_fast_strategies(const Lifetimes& lifetimes) {
+  std::vector<Placement> candidates;
+  candidates.push_back(place_ggml(lifetimes));
+  for (GreedyOrder order : {GreedyOrder::kDecreasingSize, GreedyOrder::kStartTime}) {
+    for (GapChoice gap : {GapChoice::kBestFit, GapChoice::kLowestOffset}) {
+      candidates.push_back(place_greedy(lifetimes, {order, gap}));
+    }
+  }
+  return smallest_per_allocator(lifetimes, std::move(candidates));
+}
 }  // namespace
 
 std::string_view strategy_name(Strategy strategy) {
@@ -42,15 +61,23 @@ Result<Placement> place(const Lifetimes& lifetimes, const PlacementOptions& opti
       return place_ggml(lifetimes);
     case Strategy::kGreedy:
       return place_greedy(lifetimes);
+    case Strategy::kExact:
+      return place_exact(lifetimes, best_of_fast_strategies(lifetimes), options.exact);
     case Strategy::kBest: {
-      std::vector<Placement> candidates;
-      candidates.push_back(place_ggml(lifetimes));
-      for (GreedyOrder order : {GreedyOrder::kDecreasingSize, GreedyOrder::kStartTime}) {
-        for (GapChoice gap : {GapChoice::kBestFit, GapChoice::kLowestOffset}) {
-          candidates.push_back(place_greedy(lifetimes, {order, gap}));
-        }
+      Placement best = best_of_fast_strategies(lifetimes);
+      if (options.best_search_seconds <= 0) return best;
+      const auto lower = live_lower_bound(lifetimes);
+      bool worth_it = false;
+      for (std::size_t a = 0; a < lower.size(); ++a) {
+        const auto size = static_cast<double>(total(best.chunk_sizes[a]));
+        worth_it = worth_it || size > static_cast<double>(lower[a]) * (1.0 + options.best_search_min_gap);
       }
-      return smallest_per_allocator(lifetimes, std::move(candidates));
+      if (!worth_it) return best;
+      ExactOptions search;
+      search.time_limit_seconds = options.best_search_seconds;
+      auto searched = place_exact(lifetimes, best, search);
+      if (!searched) return best;
+      return smallest_per_allocator(lifetimes, {std::move(best), std::move(searched).value()});
     }
   }
   return invalid_argument("unknown strategy " + std::to_string(static_cast<int>(options.strategy)));
@@ -58,11 +85,6 @@ Result<Placement> place(const Lifetimes& lifetimes, const PlacementOptions& opti
 
 Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placement> candidates) {
   const std::size_t n_allocators = lifetimes.allocators.size();
-  auto total = [](const std::vector<Bytes>& chunks) {
-    Bytes sum = 0;
-    for (Bytes c : chunks) sum += c;
-    return sum;
-  };
   // Strictly smaller, or as small with fewer chunks; earlier candidates win ties.
   std::vector<std::size_t> winner(n_allocators, 0);
   for (std::size_t a = 0; a < n_allocators; ++a) {

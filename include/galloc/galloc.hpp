@@ -9,5 +9,6 @@
 #include "galloc/linear_allocator.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/planner.hpp"
 #include "galloc/status.hpp"
 #include "galloc/types.hpp"

@@ -5,6 +5,8 @@
 // of addresses, a sequence of events: "allocate storage s", "free bytes [b, b+n) of s".
 // Every event is one step, so a storage object is live over the half-open step interval
 // from its allocation to its last free. Placement strategies see only this result.
+// The in-place decisions do not depend on LifetimeOptions, so the storage objects are the
+// same with and without them; only their intervals differ.
 #pragma once
 
 #include <span>
@@ -64,12 +66,23 @@ struct BufferAssignment {
   std::span<const BufferId> leaf_buffer_ids;
 };
 
+struct LifetimeOptions {
+  // Upstream ggml allocates every leaf before the first node. A leaf whose first user is a
+  // view of it that writes it (the destination of CPY, SET_ROWS, SET or ACC into a fresh
+  // tensor) holds nothing before that write, so with this option it is allocated there.
+  // The `ggml` strategy always runs without it, to match upstream.
+  bool defer_written_leafs = false;
+};
+
 // Which buffer ids share an allocator: duplicates of the same buffer type share one.
 [[nodiscard]] std::vector<AllocatorId> allocators_of(std::span<const BufferType* const> buffer_types);
 
 // Checks the graph and the ids, then walks it. buffer_types[i] describes buffer id i.
+// Storage objects are numbered by their first tensor, so the same graph gives the same
+// storage ids with and without deferred leafs.
 [[nodiscard]] Result<Lifetimes> analyze_lifetimes(const Graph& graph,
                                                   std::span<const BufferType* const> buffer_types,
-                                                  const BufferAssignment& assignment = {});
+                                                  const BufferAssignment& assignment = {},
+                                                  const LifetimeOptions& options = {});
 
 }  // namespace galloc

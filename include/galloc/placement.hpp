@@ -2,6 +2,7 @@
 // src/strategies/, all behind `place`.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,9 @@ struct Placement {
 enum class Strategy {
   kGgml,    // online best fit in execution order, exactly as upstream ggml-alloc
   kGreedy,  // offline: decreasing size, each at the best-fitting gap (Pisarchyk & Lee)
-  kBest,    // every strategy above, per buffer the smallest; never worse than kGgml
+  kExact,   // offline search for the smallest buffer within a time budget (MiniMalloc)
+  kBest,    // ggml and the greedy variants, per buffer the smallest (never worse than
+            // kGgml), then the exact search where the gap to the lower bound is still large
 };
 
 enum class GreedyOrder {
@@ -41,8 +44,28 @@ struct GreedyOptions {
 [[nodiscard]] Result<Strategy> strategy_from_name(std::string_view name);
 [[nodiscard]] std::vector<Strategy> all_strategies();
 
+// Progress of a long search: the best size so far, the lower bound, seconds left.
+struct SearchProgress {
+  Bytes best = 0;
+  Bytes lower_bound = 0;
+  double seconds_left = 0;
+};
+
+struct ExactOptions {
+  double time_limit_seconds = 1.0;  // per allocator; the best placement found so far is kept
+  // When set: a placement must fit in this many bytes (a MiniMalloc capacity); a search that
+  // cannot find one returns kInfeasible (proved) or kDeadlineExceeded (ran out of time).
+  std::optional<Bytes> capacity;
+  std::function<void(const SearchProgress&)> on_progress;  // called from the searching thread
+};
+
 struct PlacementOptions {
   Strategy strategy = Strategy::kBest;
+  ExactOptions exact;  // for kExact
+  // kBest runs the exact search only with a budget (seconds per allocator; 0: never) and only
+  // on allocators whose best size is more than `best_search_min_gap` above the lower bound.
+  double best_search_seconds = 0;
+  double best_search_min_gap = 0.001;
 };
 
 [[nodiscard]] Result<Placement> place(const Lifetimes& lifetimes, const PlacementOptions& options = {});
@@ -50,6 +73,9 @@ struct PlacementOptions {
 // The strategies themselves.
 [[nodiscard]] Placement place_ggml(const Lifetimes& lifetimes);
 [[nodiscard]] Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options = {});
+// Starts from `start` (a valid placement, say greedy's) and searches for smaller ones.
+[[nodiscard]] Result<Placement> place_exact(const Lifetimes& lifetimes, const Placement& start,
+                                            const ExactOptions& options);
 // The smallest of several placements, chosen per allocator (allocators are independent).
 [[nodiscard]] Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placement> candidates);
 

@@ -1,0 +1,29 @@
+#include "galloc/planner.hpp"
+
+namespace galloc {
+
+Result<PlanningResult> plan_graph(const Graph& graph, std::span<const BufferType* const> buffer_types,
+                                  const BufferAssignment& assignment, const PlacementOptions& options) {
+  auto upstream = analyze_lifetimes(graph, buffer_types, assignment);
+  if (!upstream) return upstream.status();
+  const std::string name(strategy_name(options.strategy));
+  if (options.strategy == Strategy::kGgml) {
+    Placement placement = place_ggml(*upstream);
+    Plan plan = make_plan(graph, buffer_types, *upstream, placement, name);
+    return PlanningResult{std::move(upstream).value(), std::move(placement), std::move(plan)};
+  }
+
+  auto deferred = analyze_lifetimes(graph, buffer_types, assignment, {.defer_written_leafs = true});
+  if (!deferred) return deferred.status();
+  auto placement = place(*deferred, options);
+  if (!placement) return placement.status();
+  if (options.strategy == Strategy::kBest) {
+    // Deferring only shortens intervals of the same storage objects, so upstream's placement
+    // is valid for the deferred lifetimes too; it wins ties.
+    placement = smallest_per_allocator(*deferred, {place_ggml(*upstream), std::move(placement).value()});
+  }
+  Plan plan = make_plan(graph, buffer_types, *deferred, *placement, name);
+  return PlanningResult{std::move(deferred).value(), std::move(placement).value(), std::move(plan)};
+}
+
+}  // namespace galloc
