@@ -2,6 +2,8 @@
 // and buffer size must be identical. Built once against upstream ggml (llama.rn 0.12.9).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "galloc/graph_allocator.hpp"
@@ -99,6 +101,7 @@ TEST(DifferentialUpstream, RandomGraphsMatchStockGgmlAlloc) {
   std::vector<std::string> mismatches;
   for (std::uint64_t seed = 0; seed < kRandomCases; ++seed) {
     const auto c = testing::random_case(seed);
+    if (std::getenv("GALLOC_TRACE_SEEDS")) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(seed));
     const Comparison result = compare_with_stock(c);
     if (!result.mismatch.empty()) {
       mismatches.push_back(result.mismatch);

@@ -1,0 +1,364 @@
+#!/usr/bin/env bash
+# Build a stock ggml (core + CPU backend) from the ggml sources vendored in an
+# npm package (llama.rn / whisper.rn), with the package's symbol prefix
+# (lm_ggml_ / wsp_ggml_ ...) renamed back to upstream names.
+#
+# usage: build.sh NPM_SPEC OUT_DIR        e.g. build.sh llama.rn@0.12.9 out/ggml
+#
+# Produces OUT_DIR/libggml-stock.a, OUT_DIR/include/ and OUT_DIR/include/internal/,
+# and, when GALLOC_DROPIN_SOURCE is set, OUT_DIR/libggml-galloc.a (the same
+# library with ggml-alloc.c replaced by that file). See README.md next to this file.
+set -euo pipefail
+
+SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
+SCRIPT_DIR=$(dirname "$SCRIPT_PATH")
+
+die()  { echo "ggml-build: error: $*" >&2; exit 1; }
+step() { echo "ggml-build: $*"; }
+
+[[ $# -eq 2 ]] || die "usage: $0 NPM_SPEC OUT_DIR   (e.g. llama.rn@0.12.9 out/ggml)"
+NPM_SPEC=$1
+mkdir -p "$2"
+OUT_DIR=$(readlink -f "$2")
+
+# ---------------------------------------------------------------- settings
+CC=${CC:-$(command -v gcc-12 || command -v gcc || echo cc)}
+CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
+JOBS=${GALLOC_JOBS:-2}
+CACHE_ROOT=${GALLOC_CACHE_DIR:-$HOME/.cache/galloc}
+
+# NPM_SPEC must be name@exact-version (the version is the cache key).
+spec_body=${NPM_SPEC#@}
+[[ $spec_body == *@* ]] || die "NPM_SPEC must be name@version, got '$NPM_SPEC'"
+PKG_NAME=${NPM_SPEC%@*}
+PKG_VERSION=${NPM_SPEC##*@}
+[[ -n $PKG_NAME && -n $PKG_VERSION ]] || die "bad NPM_SPEC '$NPM_SPEC'"
+PKG_KEY=$(echo "${PKG_NAME#@}-$PKG_VERSION" | tr '/' '-')
+
+PKG_CACHE=$CACHE_ROOT/ggml-src/$PKG_KEY
+SRC=$PKG_CACHE/src                 # renamed ggml sources (layout as in package/cpp)
+TARBALL=$PKG_CACHE/$PKG_KEY.tgz
+
+have_flock() { command -v flock >/dev/null 2>&1; }
+
+# ---------------------------------------------------------------- 1+2: fetch, extract, rename
+# Backends other than the CPU one are dropped; so is everything that is not ggml.
+is_other_backend() {
+    case $1 in
+        ggml-blas*|ggml-metal*|ggml-opencl*|ggml-hexagon*|ggml-cuda*|ggml-hip*|ggml-musa*|\
+        ggml-vulkan*|ggml-sycl*|ggml-kompute*|ggml-cann*|ggml-rpc*|ggml-webgpu*|ggml-zdnn*|\
+        ggml-zendnn*|ggml-openvino*|ggml-virtgpu*|ggml-et*|ggml-amx*) return 0 ;;
+    esac
+    return 1
+}
+
+prepare_sources() {
+    mkdir -p "$PKG_CACHE"
+    if have_flock; then exec 8>"$PKG_CACHE/.lock"; flock 8; fi
+    [[ -f $PKG_CACHE/.prepared ]] && return 0
+
+    if [[ ! -f $TARBALL ]]; then
+        step "fetching $NPM_SPEC from the npm registry"
+        local dl
+        dl=$(mktemp -d "$PKG_CACHE/.download.XXXXXX")
+        if ! (cd "$dl" && npm pack "$NPM_SPEC" --ignore-scripts --loglevel=error >"$dl/npm.log" 2>&1); then
+            tail -n 20 "$dl/npm.log" >&2; rm -rf "$dl"; die "npm pack $NPM_SPEC failed"
+        fi
+        local tgz=("$dl"/*.tgz)
+        [[ -f ${tgz[0]} ]] || { rm -rf "$dl"; die "npm pack produced no tarball"; }
+        mv "${tgz[0]}" "$TARBALL"
+        rm -rf "$dl"
+    fi
+
+    step "extracting ggml sources from $(basename "$TARBALL")"
+    local tmp cpp stage
+    tmp=$(mktemp -d "$PKG_CACHE/.extract.XXXXXX")
+    tar -xzf "$TARBALL" -C "$tmp" package/cpp || { rm -rf "$tmp"; die "cannot extract package/cpp"; }
+    cpp=$tmp/package/cpp
+    stage=$tmp/src
+    mkdir -p "$stage"
+
+    # symbol prefix used by the package: lm (llama.rn), wsp (whisper.rn), ...
+    local P=${GALLOC_GGML_PREFIX-}
+    if [[ -z ${GALLOC_GGML_PREFIX+x} ]]; then
+        P=$(grep -oE '\b[A-Za-z0-9]+_ggml_init\b' "$cpp/ggml.h" | head -n1 | sed 's/_ggml_init$//' || true)
+    fi
+
+    shopt -s nullglob
+    local f b
+    for f in "$cpp"/ggml*.c "$cpp"/ggml*.cpp "$cpp"/ggml*.h "$cpp"/gguf*.cpp "$cpp"/gguf*.h \
+             "$cpp"/*_ggml*.c "$cpp"/*_ggml*.cpp "$cpp"/*_ggml*.h; do
+        b=${f##*/}
+        [[ -n $P ]] && b=${b//${P}_ggml/ggml}
+        is_other_backend "$b" && continue
+        cp -p "$f" "$stage/$b"
+    done
+    [[ -f $cpp/LICENSE ]] && cp -p "$cpp/LICENSE" "$stage/LICENSE"
+    if [[ -d $cpp/ggml-cpu ]]; then       # current layout: CPU backend in its own folder
+        (cd "$cpp" && find ggml-cpu -type f \( -name '*.c' -o -name '*.cpp' -o -name '*.h' \) \
+            -exec cp -p --parents {} "$stage/" \;)
+    fi
+    shopt -u nullglob
+    [[ -f $stage/ggml.c && -f $stage/ggml-alloc.c && -f $stage/ggml.h ]] \
+        || { rm -rf "$tmp"; die "$NPM_SPEC: no ggml sources found in package/cpp"; }
+
+    if [[ -n $P ]]; then
+        local U=${P^^}
+        # Order matters. whisper.rn's rename also hit the word "quantize" everywhere:
+        # dequantize_row_q4_0 -> wsp_dewsp_quantize_row_q4_0 and
+        # ggml_quantize_init -> wsp_ggml_wsp_quantize_init. The last two rules drop
+        # the prefix wherever it starts a word or follows '_' (lm_iq2xs_init_impl,
+        # wsp_quantize_row_*, ggml_wsp_quantize_*), but not inside a word.
+        find "$stage" -type f ! -name LICENSE -print0 | xargs -0 sed -i -E \
+            -e "s/${P}_de${P}_/de/g" -e "s/${U}_DE${U}_/DE/g" \
+            -e "s/${P}_ggml/ggml/g"  -e "s/${U}_GGML/GGML/g" \
+            -e "s/${P}_gguf/gguf/g"  -e "s/${U}_GGUF/GGUF/g" \
+            -e "s/(^|[^A-Za-z0-9])${P}_/\\1/g" -e "s/(^|[^A-Za-z0-9])${U}_/\\1/g"
+        local left
+        left=$(grep -rliE "${P}_ggml|${P}_gguf|(^|[^A-Za-z0-9])${P}_" "$stage" | grep -v '/LICENSE$' || true)
+        [[ -z $left ]] || { rm -rf "$tmp"; die "prefix '$P' still present after renaming in: $left"; }
+    fi
+
+    rm -rf "$SRC"
+    mv "$stage" "$SRC"
+    rm -rf "$tmp"
+    printf 'spec=%s\nprefix=%s\n' "$NPM_SPEC" "$P" >"$PKG_CACHE/.prepared"
+}
+
+# ---------------------------------------------------------------- 3: build
+COMMON_FLAGS=(
+    -O2 -DNDEBUG -fPIC -pthread
+    -D_XOPEN_SOURCE=600 -D_GNU_SOURCE       # what ggml's CMake adds on Linux
+    -DGGML_USE_CPU                          # ggml-backend-reg.cpp registers the CPU backend
+    -DGGML_USE_CPU_REPACK                   # upstream default (current CPU backend)
+    -DGGML_USE_CPU_AARCH64                  # upstream default (seed-era name of the same)
+    -DGGML_SCHED_MAX_COPIES=4
+    "-DGGML_VERSION=\"$PKG_KEY\"" "-DGGML_COMMIT=\"npm:$PKG_KEY\""
+)
+# shellcheck disable=SC2206
+EXTRA_FLAGS=(${GALLOC_GGML_EXTRA_CFLAGS-})   # e.g. -march=native; empty = baseline x86-64
+
+INCLUDE_FLAGS=()
+set_include_flags() {
+    INCLUDE_FLAGS=(-I"$SRC")
+    [[ -d $SRC/ggml-cpu ]] && INCLUDE_FLAGS+=(-I"$SRC/ggml-cpu")
+    return 0
+}
+
+# Sources of the stock library, relative to $SRC: core (ggml-base) + CPU backend.
+STOCK_SOURCES=()
+collect_sources() {
+    STOCK_SOURCES=()
+    local f
+    shopt -s nullglob
+    for f in "$SRC"/ggml*.c "$SRC"/ggml*.cpp "$SRC"/gguf*.cpp; do
+        case ${f##*/} in ggml-opt.cpp) continue ;; esac   # training API, not needed
+        STOCK_SOURCES+=("${f#"$SRC"/}")
+    done
+    if [[ -d $SRC/ggml-cpu ]]; then
+        for f in "$SRC"/ggml-cpu/*.c "$SRC"/ggml-cpu/*.cpp \
+                 "$SRC"/ggml-cpu/arch/x86/quants.c "$SRC"/ggml-cpu/arch/x86/repack.cpp; do
+            STOCK_SOURCES+=("${f#"$SRC"/}")
+        done
+    fi
+    shopt -u nullglob
+}
+
+# ggml-cpu/ggml-cpu.c -> ggml-cpu_ggml-cpu.c.o (ggml-cpu.c and ggml-cpu.cpp both exist)
+obj_name() {
+    local r=$1
+    if [[ $r == "$SRC"/* ]]; then r=${r#"$SRC"/}; r=${r//\//_}; else r=${r##*/}; fi
+    echo "$r.o"
+}
+
+# compile_one SRC OBJ KIND   (runs in an xargs child; reads the GB_* variables,
+# which are flag lists meant to be word-split)
+# shellcheck disable=SC2206
+compile_one() {
+    local src=$1 obj=$2 kind=$3
+    local -a cmd
+    case $kind in
+        c)      cmd=("$GB_CC"  $GB_CFLAGS) ;;
+        cxx)    cmd=("$GB_CXX" $GB_CXXFLAGS) ;;
+        dropin) cmd=("$GB_CXX" $GB_DROPINFLAGS) ;;
+    esac
+    rm -f "$obj"
+    if "${cmd[@]}" -MMD -MF "$obj.d" -c "$src" -o "$obj.tmp" >"$obj.log" 2>&1; then
+        mv "$obj.tmp" "$obj"
+    else
+        rm -f "$obj.tmp"; return 1
+    fi
+}
+export -f compile_one
+
+# compile_sources OBJDIR LOG KIND:SRC...  -> compiles in parallel, appends output to LOG
+compile_sources() {
+    local objdir=$1 log=$2; shift 2
+    mkdir -p "$objdir"
+    local -a recs=() objs=() srcs=()
+    local item kind src obj
+    for item in "$@"; do
+        kind=${item%%:*}; src=${item#*:}
+        obj=$objdir/$(obj_name "$src")
+        recs+=("$src" "$obj" "$kind"); objs+=("$obj"); srcs+=("$src")
+    done
+    local rc=0
+    printf '%s\0' "${recs[@]}" | xargs -0 -n3 -P "$JOBS" bash -c 'compile_one "$@"' _ || rc=$?
+    local i failed=()
+    for i in "${!objs[@]}"; do
+        { echo "### ${srcs[$i]}"; cat "${objs[$i]}.log" 2>/dev/null || true; } >>"$log"
+        [[ -f ${objs[$i]} ]] || failed+=("$i")
+    done
+    if [[ $rc -ne 0 || ${#failed[@]} -gt 0 ]]; then
+        for i in "${failed[@]}"; do
+            echo "---- ${srcs[$i]} (tail of ${objs[$i]}.log) ----" >&2
+            tail -n 30 "${objs[$i]}.log" >&2 || true
+        done
+        die "compilation failed; full log: $log"
+    fi
+}
+
+# build_archive LIB OBJDIR LOG KIND:SRC... [-- PREBUILT_OBJ...]
+#   compiles the listed sources into OBJDIR and archives them with the prebuilt objects.
+build_archive() {
+    local lib=$1 objdir=$2 log=$3; shift 3
+    local -a items=() pre=()
+    while [[ $# -gt 0 && $1 != -- ]]; do items+=("$1"); shift; done
+    [[ $# -gt 0 ]] && { shift; pre=("$@"); }
+    [[ ${#items[@]} -gt 0 ]] && compile_sources "$objdir" "$log" "${items[@]}"
+    local -a objs=() item
+    for item in "${items[@]}"; do objs+=("$objdir/$(obj_name "${item#*:}")"); done
+    rm -f "$lib.tmp"
+    ar rcs "$lib.tmp" "${objs[@]}" "${pre[@]}" >>"$log" 2>&1 || die "ar failed; see $log"
+    mv "$lib.tmp" "$lib"
+}
+
+kind_of() { case $1 in *.c) echo c ;; *) echo cxx ;; esac; }
+
+config_string() {
+    printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "src=$SRC" \
+        "cc=$CC $("$CC" -dumpfullversion 2>/dev/null || true)" \
+        "cxx=$CXX $("$CXX" -dumpfullversion 2>/dev/null || true)" \
+        "flags=${COMMON_FLAGS[*]} ${EXTRA_FLAGS[*]}" "sources=${STOCK_SOURCES[*]}"
+}
+
+stock_is_fresh() {
+    local lib=$OUT_DIR/libggml-stock.a stamp=$OUT_DIR/.libggml-stock.stamp
+    [[ -f $lib && -f $stamp && -f $OUT_DIR/include/ggml.h && -f $OUT_DIR/include/internal/ggml-impl.h ]] || return 1
+    [[ $(cat "$stamp") == "$(config_string)" ]] || return 1
+    [[ $lib -nt $SCRIPT_PATH ]] || return 1
+    [[ -z $(find "$SRC" -newer "$lib" -print -quit) ]] || return 1
+}
+
+install_headers() {
+    rm -rf "$OUT_DIR/include"
+    mkdir -p "$OUT_DIR/include/internal"
+    local h
+    for h in ggml.h ggml-alloc.h ggml-backend.h ggml-cpu.h ggml-cpp.h gguf.h; do
+        [[ -f $SRC/$h ]] && cp "$SRC/$h" "$OUT_DIR/include/"
+    done
+    # internal headers: enough for ggml-impl.h (struct ggml_cgraph, hash sets) and
+    # ggml-backend-impl.h (custom buffer types); they include the public ones above.
+    for h in ggml-impl.h ggml-backend-impl.h ggml-common.h ggml-quants.h ggml-threading.h; do
+        [[ -f $SRC/$h ]] && cp "$SRC/$h" "$OUT_DIR/include/internal/"
+    done
+    [[ -f $SRC/LICENSE ]] && cp "$SRC/LICENSE" "$OUT_DIR/include/LICENSE.ggml"
+    return 0
+}
+
+build_stock() {
+    local log=$OUT_DIR/build-stock.log objdir=$OUT_DIR/obj-stock
+    # never leave a stale library behind a failed build
+    rm -rf "$objdir" "$log" "$OUT_DIR/libggml-stock.a" "$OUT_DIR/.libggml-stock.stamp"
+    step "compiling ${#STOCK_SOURCES[@]} ggml sources ($NPM_SPEC, -j$JOBS; log: $log)"
+    local -a items=() s
+    for s in "${STOCK_SOURCES[@]}"; do items+=("$(kind_of "$s"):$SRC/$s"); done
+    build_archive "$OUT_DIR/libggml-stock.a" "$objdir" "$log" "${items[@]}"
+    install_headers
+    # symbols the stock ggml-alloc.c defines: what a drop-in replacement must provide
+    nm -g --defined-only "$objdir/ggml-alloc.c.o" | awk '$2 ~ /^[TDBR]$/ {print $3}' | sort \
+        >"$OUT_DIR/ggml-alloc.exports.txt"
+    config_string >"$OUT_DIR/.libggml-stock.stamp"
+    step "built $OUT_DIR/libggml-stock.a"
+}
+
+# ---------------------------------------------------------------- 4: drop-in variant
+build_galloc() {
+    local dropin lib=$OUT_DIR/libggml-galloc.a stamp=$OUT_DIR/.libggml-galloc.stamp
+    local objdir=$OUT_DIR/obj-galloc log=$OUT_DIR/build-galloc.log
+    dropin=$(readlink -f "$GALLOC_DROPIN_SOURCE") || die "GALLOC_DROPIN_SOURCE not found"
+    [[ -f $dropin ]] || die "GALLOC_DROPIN_SOURCE '$GALLOC_DROPIN_SOURCE' is not a file"
+    local cfg
+    cfg=$(printf '%s\n' "$(config_string)" "dropin=$dropin" "dropin_cflags=${GALLOC_DROPIN_CFLAGS-}")
+    local dep fresh=1 f
+    dep=$objdir/$(obj_name "$dropin").d
+    if [[ -f $lib && -f $stamp && -f $dep && $(cat "$stamp") == "$cfg" && $lib -nt $OUT_DIR/libggml-stock.a ]]; then
+        # every file the drop-in included (from gcc -MMD) must be older than the library
+        local -a deps
+        read -r -d '' -a deps < <(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep") || true
+        for f in "${deps[@]}"; do
+            [[ -e $f && ! $f -nt $lib ]] || { fresh=0; break; }
+        done
+    else
+        fresh=0
+    fi
+    if [[ $fresh -eq 0 ]]; then
+        rm -rf "$objdir" "$log" "$lib" "$stamp"
+        step "compiling drop-in $(basename "$dropin") (log: $log)"
+        local -a prebuilt=() s
+        for s in "${STOCK_SOURCES[@]}"; do
+            [[ $s == ggml-alloc.c ]] && continue
+            prebuilt+=("$OUT_DIR/obj-stock/$(obj_name "$SRC/$s")")
+        done
+        build_archive "$lib" "$objdir" "$log" "dropin:$dropin" -- "${prebuilt[@]}"
+        # report stock ggml-alloc symbols the drop-in does not define (warning only)
+        local missing
+        missing=$(comm -23 "$OUT_DIR/ggml-alloc.exports.txt" \
+            <(nm -g --defined-only "$objdir/$(obj_name "$dropin")" | awk '{print $3}' | sort) | tr '\n' ' ')
+        [[ -z $missing ]] || step "warning: drop-in object does not define (ok only if GALLOC_DROPIN_LIBS does): $missing"
+        printf '%s\n' "$cfg" >"$stamp"
+        step "built $lib"
+    else
+        step "$(basename "$lib") is up to date"
+    fi
+    printf '%s\n' "${GALLOC_DROPIN_LIBS-}" >"$OUT_DIR/libggml-galloc.ldflags"
+}
+
+# ---------------------------------------------------------------- 5: self-check
+# run_smoke LIB NAME [EXTRA_LINK_ARGS...]   (LIB and the extras are linked as a group,
+# so a drop-in library may call back into ggml)
+run_smoke() {
+    local lib=$1 name=$2; shift 2
+    local exe=$OUT_DIR/smoke_test-$name log=$OUT_DIR/smoke_test-$name.log
+    if ! "$CC" -std=c11 -O1 -Wall -Wextra "$SCRIPT_DIR/smoke_test.c" -I "$OUT_DIR/include" \
+            -o "$exe" -Wl,--start-group "$lib" "$@" -Wl,--end-group -lstdc++ -lpthread -lm -ldl >"$log" 2>&1; then
+        tail -n 30 "$log" >&2; die "smoke test ($name) failed to compile/link; log: $log"
+    fi
+    if ! "$exe" >>"$log" 2>&1; then
+        tail -n 30 "$log" >&2; die "smoke test ($name) failed; log: $log"
+    fi
+    step "smoke test ($name) passed: $(tail -n 1 "$log")"
+}
+
+# ---------------------------------------------------------------- main
+prepare_sources
+if have_flock; then exec 8>&-; exec 9>"$OUT_DIR/.build.lock"; flock 9; fi
+set_include_flags
+collect_sources
+export GB_CC=$CC GB_CXX=$CXX
+export GB_CFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu11 ${EXTRA_FLAGS[*]}"
+export GB_CXXFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++17 ${EXTRA_FLAGS[*]}"
+export GB_DROPINFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++20 ${EXTRA_FLAGS[*]} ${GALLOC_DROPIN_CFLAGS-}"
+
+if stock_is_fresh; then
+    step "libggml-stock.a is up to date ($NPM_SPEC)"
+else
+    build_stock
+fi
+run_smoke "$OUT_DIR/libggml-stock.a" stock
+
+if [[ -n ${GALLOC_DROPIN_SOURCE-} ]]; then
+    build_galloc
+    # shellcheck disable=SC2086
+    run_smoke "$OUT_DIR/libggml-galloc.a" galloc ${GALLOC_DROPIN_LIBS-}
+fi
