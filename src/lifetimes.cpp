@@ -152,6 +152,7 @@ class LivenessWalk {
       const Tensor& t = graph_.tensors[leaf];
       if (first_is_write[leaf] && !t.is_input() && !t.has_memory && !t.is_view()) {
         state_[leaf].deferred_buffer = leaf_buffer(i);
+        out_.deferred_leafs += 1;
       }
     }
   }

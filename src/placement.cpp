@@ -21,9 +21,18 @@ Bytes total(const std::vector<Bytes>& chunks) {
   return sum;
 }
 
+bool at_lower_bound(const Placement& placement, const std::vector<Bytes>& lower) {
+  for (std::size_t a = 0; a < lower.size(); ++a) {
+    if (total(placement.chunk_sizes[a]) > lower[a]) return false;
+  }
+  return true;
+}
+
+// ggml, then (only where it is above the lower bound) the greedy variants.
 Placement best_of_fast_strategies(const Lifetimes& lifetimes) {
   std::vector<Placement> candidates;
   candidates.push_back(place_ggml(lifetimes));
+  if (at_lower_bound(candidates.front(), live_lower_bound(lifetimes))) return std::move(candidates.front());
   for (GreedyOrder order : {GreedyOrder::kDecreasingSize, GreedyOrder::kStartTime}) {
     for (GapChoice gap : {GapChoice::kBestFit, GapChoice::kLowestOffset}) {
       candidates.push_back(place_greedy(lifetimes, {order, gap}));

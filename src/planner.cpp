@@ -17,7 +17,8 @@ Result<PlanningResult> plan_graph(const Graph& graph, std::span<const BufferType
   if (!deferred) return deferred.status();
   auto placement = place(*deferred, options);
   if (!placement) return placement.status();
-  if (options.strategy == Strategy::kBest) {
+  // With no deferred leaf both lifetimes are the same, and best has tried ggml already.
+  if (options.strategy == Strategy::kBest && deferred->deferred_leafs > 0) {
     // Deferring only shortens intervals of the same storage objects, so upstream's placement
     // is valid for the deferred lifetimes too; it wins ties.
     placement = smallest_per_allocator(*deferred, {place_ggml(*upstream), std::move(placement).value()});

@@ -56,6 +56,7 @@ struct Lifetimes {
   std::vector<StorageId> tensor_storage;      // per tensor; -1: view, existing memory, or unused
   std::vector<BufferId> tensor_buffer;        // per tensor; -1 where tensor_storage is -1
   std::vector<Step> node_step;                // per node: the step count when it is computed
+  std::size_t deferred_leafs = 0;             // leafs allocated at their first write (options)
 
   [[nodiscard]] Step step_count() const { return static_cast<Step>(events.size()); }
 };
