@@ -1,0 +1,436 @@
+// GraphAllocator: ggml_gallocr's state machine (reserve, measure, alloc with auto-reserve,
+// needs_reserve, buffer sizes), its failure paths, and the validity of every plan it makes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "galloc/galloc.hpp"
+#include "support/ggml_like_builder.hpp"
+#include "support/random_graph.hpp"
+
+namespace galloc {
+namespace {
+
+using testing::GgmlLikeBuilder;
+
+GraphAllocatorOptions options_for(Strategy strategy) {
+  GraphAllocatorOptions options;
+  options.placement.strategy = strategy;
+  options.placement.exact.time_limit_seconds = 0.02;  // keep the exact search short in tests
+  return options;
+}
+
+// Memory the graph does not own: the weights w.
+std::vector<float>& weights() {
+  static std::vector<float> storage(1024, 1.0f);
+  return storage;
+}
+
+// The test graph, with n elements in its main tensors (the structure does not depend on n):
+//
+//   w (weights, has_memory) -----------+------------------------------+
+//   x (input) --> a = mul(x, w) --> b = pad(a, 8) --> c = scale(b) --> v = view_1d(c, 4, 16)
+//                 |                                                    |
+//                 |                         wv = view_1d(w, 4, 0) --> d = mul(v, wv)
+//                 +-------------------------------------------------> o = concat(d, a, 0)  output
+//
+// `swap_sources` builds a = mul(w, x) instead: the same sizes, another structure.
+struct TestGraph {
+  GgmlLikeBuilder builder;
+  TensorId w, x, a, b, c, v, wv, d, o;
+  Graph& graph() { return builder.graph(); }
+};
+
+TestGraph make_graph(std::int64_t n, bool swap_sources = false) {
+  TestGraph t;
+  GgmlLikeBuilder& g = t.builder;
+  t.w = g.new_tensor_1d(DataType::F32, n);
+  g[t.w].has_memory = true;
+  g[t.w].data = weights().data();
+  t.x = g.input_1d(n);
+  t.a = swap_sources ? g.mul(t.w, t.x) : g.mul(t.x, t.w);
+  t.b = g.pad(t.a, 8);
+  t.c = g.scale(t.b);
+  t.v = g.view_1d(t.c, 4, 16);
+  t.wv = g.view_1d(t.w, 4, 0);
+  t.d = g.mul(t.v, t.wv);
+  t.o = g.concat(t.d, t.a, 0);
+  g.expand_output(t.o);
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties that hold for every strategy
+
+class GraphAllocatorStrategies : public ::testing::TestWithParam<Strategy> {};
+
+std::string strategy_param_name(const ::testing::TestParamInfo<Strategy>& param) {
+  return std::string(strategy_name(param.param));
+}
+
+// Real memory, a max size that forces several chunks: every planned tensor's data lies inside
+// its chunk's buffer, aligned; views follow their source; external memory is left alone.
+TEST_P(GraphAllocatorStrategies, AllocPlacesEveryTensorInsideItsChunk) {
+  CpuBufferType cpu(64, 256);
+  GraphAllocator allocator({&cpu}, options_for(GetParam()));
+  TestGraph t = make_graph(40);
+  Graph& graph = t.graph();
+  ASSERT_TRUE(allocator.reserve(graph).is_ok());
+  const Status status = allocator.alloc(graph);
+  ASSERT_TRUE(status.is_ok()) << status.to_string();
+
+  const Plan& plan = *allocator.plan();
+  const auto chunks = allocator.chunks(0);
+  ASSERT_EQ(chunks.size(), plan.buffers[0].chunk_sizes.size());
+  EXPECT_GT(chunks.size(), 1u);
+  for (std::size_t i = 0; i < graph.tensors.size(); ++i) {
+    const Tensor& tensor = graph.tensors[i];
+    SCOPED_TRACE(describe_tensor(graph, static_cast<TensorId>(i)));
+    const TensorPlacement& slot = plan.tensors[i];
+    if (tensor.has_memory) {
+      EXPECT_FALSE(slot.planned());
+      continue;
+    }
+    if (tensor.is_view()) {
+      EXPECT_FALSE(slot.planned());
+      EXPECT_EQ(tensor.data, static_cast<std::byte*>(graph[tensor.view_src].data) + tensor.view_offs);
+      continue;
+    }
+    ASSERT_TRUE(slot.planned());
+    ASSERT_GE(slot.chunk, 0);
+    ASSERT_LT(static_cast<std::size_t>(slot.chunk), chunks.size());
+    Buffer* chunk = chunks[static_cast<std::size_t>(slot.chunk)];
+    EXPECT_EQ(tensor.data, chunk->base() + slot.offset);
+    EXPECT_EQ(slot.size, tensor_nbytes(tensor));
+    EXPECT_LE(slot.offset + slot.size, chunk->size());
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(tensor.data) % 64, 0u);
+    // The memory is real and writable (AddressSanitizer builds check the bounds too).
+    std::memset(tensor.data, 0x5a, slot.size);
+  }
+  EXPECT_EQ(graph[t.w].data, weights().data());
+  EXPECT_EQ(graph[t.wv].data, weights().data());
+}
+
+// The plans the allocator makes are the ones analyze_lifetimes + place give, and the
+// independent validator finds nothing wrong with them: the test graph and random graphs with
+// several buffer types, shared types, small max sizes and padding.
+TEST_P(GraphAllocatorStrategies, EveryPlanPassesValidatePlacement) {
+  const GraphAllocatorOptions options = options_for(GetParam());
+  for (std::uint64_t seed = 0; seed < 25; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const testing::RandomCase c = testing::random_case(seed);
+    const auto types = c.make_buffer_types();
+    const BufferAssignment assignment{c.node_buffer_ids, c.leaf_buffer_ids};
+
+    auto lifetimes = analyze_lifetimes(c.graph, types.per_id, assignment);
+    ASSERT_TRUE(lifetimes.is_ok()) << lifetimes.status().to_string();
+    auto placement = place(*lifetimes, options.placement);
+    ASSERT_TRUE(placement.is_ok()) << placement.status().to_string();
+    const auto issues = validate_placement(*lifetimes, *placement);
+    EXPECT_TRUE(issues.empty()) << issues.front().message;
+
+    GraphAllocator allocator(types.per_id, options);
+    const Status status = allocator.reserve(c.graph, assignment);
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+    const Plan expected = make_plan(c.graph, types.per_id, *lifetimes, *placement, "");
+    EXPECT_EQ(allocator.plan()->tensors, expected.tensors);
+  }
+  NullBufferType type(8, 128);
+  TestGraph t = make_graph(24);
+  const std::vector<const BufferType*> types{&type};
+  auto lifetimes = analyze_lifetimes(t.graph(), types);
+  ASSERT_TRUE(lifetimes.is_ok());
+  auto placement = place(*lifetimes, options.placement);
+  ASSERT_TRUE(placement.is_ok());
+  EXPECT_TRUE(validate_placement(*lifetimes, *placement).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStrategies, GraphAllocatorStrategies,
+                         ::testing::ValuesIn(all_strategies()), strategy_param_name);
+
+// ---------------------------------------------------------------------------------------------
+// The state machine (default options)
+
+TEST(GraphAllocator, ViewsGetSourceDataPlusOffset) {
+  CpuBufferType cpu;
+  GraphAllocator allocator({&cpu});
+  TestGraph t = make_graph(32);
+  Graph& graph = t.graph();
+  ASSERT_TRUE(allocator.alloc(graph).is_ok());
+  EXPECT_NE(graph[t.c].data, nullptr);
+  EXPECT_EQ(graph[t.v].data, static_cast<std::byte*>(graph[t.c].data) + 16);
+  EXPECT_EQ(graph[t.wv].data, static_cast<void*>(weights().data()));
+}
+
+TEST(GraphAllocator, HasMemoryTensorsAreNeverPlannedAndKeepTheirData) {
+  NullBufferType type;
+  GraphAllocator allocator({&type});
+  TestGraph t = make_graph(32);
+  Graph& graph = t.graph();
+  // Also a node with existing memory (a KV-cache write target, say).
+  float cache[64] = {};
+  graph[t.d].has_memory = true;
+  graph[t.d].data = cache;
+  ASSERT_TRUE(allocator.alloc(graph).is_ok());
+  EXPECT_FALSE(allocator.plan()->tensors[static_cast<std::size_t>(t.w)].planned());
+  EXPECT_FALSE(allocator.plan()->tensors[static_cast<std::size_t>(t.d)].planned());
+  EXPECT_EQ(graph[t.w].data, weights().data());
+  EXPECT_EQ(graph[t.d].data, static_cast<void*>(cache));
+  EXPECT_TRUE(allocator.plan()->tensors[static_cast<std::size_t>(t.x)].planned());
+}
+
+TEST(GraphAllocator, AllocBeforeReserveWithOneBufferIdReservesItself) {
+  NullBufferType type;
+  GraphAllocator allocator({&type});
+  EXPECT_FALSE(allocator.plan().has_value());
+  EXPECT_EQ(allocator.buffer_size(0).value(), 0u);
+  TestGraph t = make_graph(32);
+  ASSERT_TRUE(allocator.alloc(t.graph()).is_ok());
+  ASSERT_TRUE(allocator.plan().has_value());
+  EXPECT_GT(allocator.buffer_size(0).value(), 0u);
+  EXPECT_NE(t.graph()[t.o].data, nullptr);
+
+  // A larger graph: reserved again, the buffer grows.
+  const Bytes before = allocator.buffer_size(0).value();
+  TestGraph larger = make_graph(64);
+  ASSERT_TRUE(allocator.needs_reserve(larger.graph()));
+  ASSERT_TRUE(allocator.alloc(larger.graph()).is_ok());
+  EXPECT_GT(allocator.buffer_size(0).value(), before);
+  EXPECT_FALSE(allocator.needs_reserve(larger.graph()));
+}
+
+TEST(GraphAllocator, AllocWithSeveralBufferIdsNeedsAReserve) {
+  NullBufferType type_a(8, kUnlimited, "A");
+  NullBufferType type_b(8, kUnlimited, "B");
+  GraphAllocator allocator({&type_a, &type_b});
+  TestGraph t = make_graph(32);
+  Graph& graph = t.graph();
+  const Status status = allocator.alloc(graph);
+  EXPECT_EQ(status.code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("reserve"), std::string::npos) << status.message();
+  EXPECT_EQ(graph[t.x].data, nullptr);
+  EXPECT_EQ(type_a.allocations() + type_b.allocations(), 0u);
+
+  // Nodes a, b, c in A; d, o in B (views and leafs as they come).
+  std::vector<BufferId> node_ids(graph.nodes.size(), 0);
+  node_ids[static_cast<std::size_t>(t.builder.node_index(t.d))] = 1;
+  node_ids[static_cast<std::size_t>(t.builder.node_index(t.o))] = 1;
+  ASSERT_TRUE(allocator.reserve(graph, {node_ids, {}}).is_ok());
+  ASSERT_TRUE(allocator.alloc(graph).is_ok());
+  EXPECT_NE(graph[t.x].data, nullptr);
+  EXPECT_GT(allocator.buffer_size(1).value(), 0u);
+
+  // A graph that does not fit the reservation is not re-reserved behind the caller's back.
+  TestGraph larger = make_graph(64);
+  EXPECT_EQ(allocator.alloc(larger.graph()).code(), ErrorCode::kFailedPrecondition);
+}
+
+// needs_reserve: counts, sizes and structure.
+TEST(GraphAllocator, NeedsReserve) {
+  NullBufferType type;
+  GraphAllocator allocator({&type});
+  TestGraph t = make_graph(16);
+  EXPECT_TRUE(allocator.needs_reserve(t.graph()));  // nothing reserved yet
+  ASSERT_TRUE(allocator.reserve(t.graph()).is_ok());
+
+  EXPECT_FALSE(allocator.needs_reserve(t.graph()));
+  EXPECT_FALSE(allocator.needs_reserve(make_graph(16).graph()));  // an equal graph
+  EXPECT_FALSE(allocator.needs_reserve(make_graph(8).graph()));   // smaller tensors fit
+  EXPECT_TRUE(allocator.needs_reserve(make_graph(17).graph()));   // larger ones do not
+
+  // One more node.
+  TestGraph more = make_graph(16);
+  more.builder.expand_output(more.builder.scale(more.o));
+  EXPECT_TRUE(allocator.needs_reserve(more.graph()));
+
+  // The same sizes, two sources swapped: a = mul(w, x).
+  TestGraph swapped = make_graph(16, /*swap_sources=*/true);
+  ASSERT_EQ(swapped.graph().tensors.size(), t.graph().tensors.size());
+  for (std::size_t i = 0; i < t.graph().tensors.size(); ++i) {
+    ASSERT_EQ(tensor_nbytes(swapped.graph().tensors[i]), tensor_nbytes(t.graph().tensors[i]));
+  }
+  EXPECT_TRUE(allocator.needs_reserve(swapped.graph()));
+
+  // The same sizes, another flag: b becomes an output.
+  TestGraph flagged = make_graph(16);
+  flagged.builder.set_output(flagged.b);
+  EXPECT_TRUE(allocator.needs_reserve(flagged.graph()));
+
+  // A tensor that gains existing memory needs no slot; one that loses it needs one.
+  TestGraph external = make_graph(16);
+  external.graph()[external.x].has_memory = true;
+  EXPECT_FALSE(allocator.needs_reserve(external.graph()));
+  ASSERT_TRUE(allocator.reserve(external.graph()).is_ok());
+  EXPECT_TRUE(allocator.needs_reserve(make_graph(16).graph()));
+}
+
+TEST(GraphAllocator, NeedsReserveCountsTheBufferTypesPadding) {
+  NullBufferType type;
+  GraphAllocator allocator({&type});
+  TestGraph t = make_graph(16);
+  ASSERT_TRUE(allocator.reserve(t.graph()).is_ok());
+  EXPECT_EQ(allocator.plan()->tensors[static_cast<std::size_t>(t.x)].size, 64u);
+  type.set_alloc_padding(8);
+  EXPECT_TRUE(allocator.needs_reserve(t.graph()));
+  ASSERT_TRUE(allocator.reserve(t.graph()).is_ok());
+  EXPECT_EQ(allocator.plan()->tensors[static_cast<std::size_t>(t.x)].size, 72u);
+  EXPECT_FALSE(allocator.needs_reserve(t.graph()));
+}
+
+// measure plans and reports sizes but changes nothing; a later reserve gives the same sizes.
+TEST(GraphAllocator, MeasureChangesNothing) {
+  NullBufferType type(8, 128);
+  GraphAllocator allocator({&type});
+  TestGraph small = make_graph(16);
+  ASSERT_TRUE(allocator.reserve(small.graph()).is_ok());
+  const Plan plan_before = *allocator.plan();
+  const auto chunks_before = allocator.chunks(0);
+  const Bytes size_before = allocator.buffer_size(0).value();
+  const std::size_t allocations_before = type.allocations();
+  const Bytes live_before = type.live_bytes();
+
+  TestGraph large = make_graph(48);
+  auto measured = allocator.measure(large.graph());
+  ASSERT_TRUE(measured.is_ok()) << measured.status().to_string();
+  ASSERT_EQ(measured->size(), 1u);
+  EXPECT_GT((*measured)[0], size_before);
+
+  EXPECT_EQ(allocator.plan()->tensors, plan_before.tensors);
+  EXPECT_EQ(allocator.plan()->buffers[0].chunk_sizes, plan_before.buffers[0].chunk_sizes);
+  EXPECT_EQ(allocator.plan()->nodes, plan_before.nodes);
+  EXPECT_EQ(allocator.chunks(0), chunks_before);
+  EXPECT_EQ(allocator.buffer_size(0).value(), size_before);
+  EXPECT_EQ(type.allocations(), allocations_before);
+  EXPECT_EQ(type.live_bytes(), live_before);
+  EXPECT_EQ(large.graph()[large.x].data, nullptr);
+  EXPECT_FALSE(allocator.needs_reserve(small.graph()));
+
+  // A fresh allocator's reserve, and this one's, give what measure said.
+  GraphAllocator fresh({&type});
+  ASSERT_TRUE(fresh.reserve(large.graph()).is_ok());
+  EXPECT_EQ(fresh.buffer_size(0).value(), (*measured)[0]);
+  ASSERT_TRUE(allocator.reserve(large.graph()).is_ok());
+  EXPECT_EQ(allocator.buffer_size(0).value(), (*measured)[0]);
+}
+
+TEST(GraphAllocator, MeasureReportsTheSharedSizeForEveryIdOfAType) {
+  NullBufferType type;
+  GraphAllocator allocator({&type, &type});
+  TestGraph t = make_graph(16);
+  std::vector<BufferId> node_ids(t.graph().nodes.size(), 1);
+  node_ids[0] = 0;
+  const BufferAssignment assignment{node_ids, {}};
+  auto measured = allocator.measure(t.graph(), assignment);
+  ASSERT_TRUE(measured.is_ok());
+  ASSERT_EQ(measured->size(), 2u);
+  EXPECT_EQ((*measured)[0], (*measured)[1]);
+  ASSERT_TRUE(allocator.reserve(t.graph(), assignment).is_ok());
+  EXPECT_EQ(allocator.buffer_size(0).value(), (*measured)[0]);
+  EXPECT_EQ(allocator.buffer_size(1).value(), 0u);  // counted under id 0
+  EXPECT_EQ(allocator.chunks(0), allocator.chunks(1));
+}
+
+TEST(GraphAllocator, MeasureOfABadGraphIsAnError) {
+  NullBufferType type;
+  GraphAllocator allocator({&type});
+  TestGraph t = make_graph(16);
+  t.graph()[t.c].src[0] = 1000;
+  EXPECT_EQ(allocator.measure(t.graph()).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(allocator.reserve(t.graph()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(allocator.alloc(t.graph()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(allocator.plan().has_value());
+}
+
+// A reserve whose buffer allocation fails returns kOutOfMemory and keeps the previous plan and
+// buffers: the chunk allocated before the failing one is released, alloc still works.
+TEST(GraphAllocator, FailedReserveKeepsThePreviousPlanAndBuffers) {
+  NullBufferType type(8, 128);
+  GraphAllocator allocator({&type});
+  TestGraph small = make_graph(16);
+  ASSERT_TRUE(allocator.alloc(small.graph()).is_ok());
+  const Plan plan_before = *allocator.plan();
+  const auto chunks_before = allocator.chunks(0);
+  const Bytes size_before = allocator.buffer_size(0).value();
+  const Bytes live_before = type.live_bytes();
+  const std::size_t buffers_before = type.live_buffers();
+  void* x_before = small.graph()[small.x].data;
+
+  TestGraph large = make_graph(64);
+  auto measured_plan = allocator.measure(large.graph());
+  ASSERT_TRUE(measured_plan.is_ok());
+  type.fail_allocation(type.allocations() + 2);  // the second chunk of the next reserve
+  const Status status = allocator.reserve(large.graph());
+  EXPECT_EQ(status.code(), ErrorCode::kOutOfMemory);
+  EXPECT_NE(status.message().find("chunk 1"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("injected"), std::string::npos) << status.message();
+
+  EXPECT_EQ(allocator.plan()->tensors, plan_before.tensors);
+  EXPECT_EQ(allocator.plan()->buffers[0].chunk_sizes, plan_before.buffers[0].chunk_sizes);
+  EXPECT_EQ(allocator.chunks(0), chunks_before);
+  EXPECT_EQ(allocator.buffer_size(0).value(), size_before);
+  EXPECT_EQ(type.live_bytes(), live_before);
+  EXPECT_EQ(type.live_buffers(), buffers_before);
+  EXPECT_FALSE(allocator.needs_reserve(small.graph()));
+  small.graph()[small.x].data = nullptr;
+  ASSERT_TRUE(allocator.alloc(small.graph()).is_ok());
+  EXPECT_EQ(small.graph()[small.x].data, x_before);
+
+  // The failure was a one-off: the next try succeeds.
+  ASSERT_TRUE(allocator.alloc(large.graph()).is_ok());
+  EXPECT_EQ(allocator.buffer_size(0).value(), (*measured_plan)[0]);
+}
+
+TEST(GraphAllocator, FailedFirstReserveLeavesNoPlan) {
+  NullBufferType type;
+  type.fail_allocation(1);
+  GraphAllocator allocator({&type});
+  TestGraph t = make_graph(16);
+  EXPECT_EQ(allocator.reserve(t.graph()).code(), ErrorCode::kOutOfMemory);
+  EXPECT_FALSE(allocator.plan().has_value());
+  EXPECT_EQ(allocator.buffer_size(0).value(), 0u);
+  EXPECT_EQ(type.live_buffers(), 0u);
+  EXPECT_TRUE(allocator.needs_reserve(t.graph()));
+}
+
+TEST(GraphAllocator, BufferSize) {
+  NullBufferType shared;
+  NullBufferType other(8, kUnlimited, "other");
+  GraphAllocator allocator({&shared, &other, &shared});
+  TestGraph t = make_graph(16);
+  // b (a pad: never in place) and c (in place of b) go to `other`; the rest to id 2.
+  std::vector<BufferId> node_ids(t.graph().nodes.size(), 2);
+  node_ids[static_cast<std::size_t>(t.builder.node_index(t.b))] = 1;
+  ASSERT_TRUE(allocator.reserve(t.graph(), {node_ids, {}}).is_ok());
+  EXPECT_EQ(allocator.buffer_count(), 3);
+  EXPECT_GT(allocator.buffer_size(0).value(), 0u);  // id 2's tensors are counted here
+  EXPECT_GT(allocator.buffer_size(1).value(), 0u);
+  EXPECT_EQ(allocator.buffer_size(2).value(), 0u);
+  EXPECT_EQ(allocator.buffer_size(0).value() + allocator.buffer_size(1).value(),
+            shared.live_bytes() + other.live_bytes());
+  EXPECT_TRUE(allocator.plan()->buffers[2].shared);
+  for (BufferId bad : {-1, 3, 100}) {
+    const auto size = allocator.buffer_size(bad);
+    EXPECT_EQ(size.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(size.status().message().find("buffer id " + std::to_string(bad)), std::string::npos)
+        << size.status().message();
+    EXPECT_TRUE(allocator.chunks(bad).empty());
+  }
+}
+
+// Buffers only grow: a smaller graph after a larger one keeps the larger buffers.
+TEST(GraphAllocator, BuffersDoNotShrink) {
+  NullBufferType type;
+  GraphAllocator allocator({&type});
+  ASSERT_TRUE(allocator.reserve(make_graph(64).graph()).is_ok());
+  const Bytes large = allocator.buffer_size(0).value();
+  const std::size_t allocations = type.allocations();
+  ASSERT_TRUE(allocator.reserve(make_graph(16).graph()).is_ok());
+  EXPECT_EQ(allocator.buffer_size(0).value(), large);
+  EXPECT_EQ(type.allocations(), allocations);
+}
+
+}  // namespace
+}  // namespace galloc
