@@ -1,6 +1,7 @@
 #include "ggml_bridge.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 
@@ -96,61 +97,119 @@ bool has_reserve_n_size() {
 #endif
 }
 
-StockResult run_stock(const testing::RandomCase& c) {
-  StockResult result;
-  const Graph& g = c.graph;
+namespace {
 
+// The case as ggml tensors and a ggml_cgraph, with its planning-only buffer types.
+struct StockGraph {
+  std::unique_ptr<ggml_context, ContextFree> ctx;
+  std::vector<ggml_tensor*> tensors;
+  ggml_cgraph* graph = nullptr;
+  std::vector<std::unique_ptr<DummyType>> types;
+  std::vector<ggml_backend_buffer_type_t> per_id;
+  const int* node_ids = nullptr;
+  const int* leaf_ids = nullptr;
+};
+
+// Returns an error message, or "" with `out` filled.
+std::string build_stock_graph(const testing::RandomCase& c, StockGraph& out) {
+  const Graph& g = c.graph;
   const std::size_t n = g.tensors.size();
   ggml_init_params params{};
   params.mem_size = (n + 8) * ggml_tensor_overhead() + ggml_graph_overhead_custom(std::max<std::size_t>(n, 16), false);
   params.no_alloc = true;
-  std::unique_ptr<ggml_context, ContextFree> ctx(ggml_init(params));
+  out.ctx.reset(ggml_init(params));
 
-  std::vector<ggml_tensor*> tensors(n, nullptr);
+  out.tensors.assign(n, nullptr);
   for (std::size_t i = 0; i < n; ++i) {
     const Tensor& t = g.tensors[i];
     auto op = ggml_op_of(t.op);
-    if (!op) {
-      result.error = "this ggml has no op " + std::string(op_name(t.op));
-      return result;
-    }
+    if (!op) return "this ggml has no op " + std::string(op_name(t.op));
     const int64_t ne[4] = {t.ne[0], t.ne[1], t.ne[2], t.ne[3]};
-    // Create with a harmless shape and type, then set every field the allocator reads.
-    ggml_tensor* x = ggml_new_tensor(ctx.get(), static_cast<ggml_type>(t.type), 4, ne);
+    // Create with the tensor's shape and type, then set every field the allocator reads.
+    ggml_tensor* x = ggml_new_tensor(out.ctx.get(), static_cast<ggml_type>(t.type), 4, ne);
     ggml_set_name(x, t.name.c_str());
     for (int d = 0; d < 4; ++d) x->nb[d] = t.nb[static_cast<std::size_t>(d)];
     x->op = *op;
     x->flags = static_cast<int32_t>(t.flags);
-    tensors[i] = x;
+    out.tensors[i] = x;
   }
   // Existing memory: ggml sees data set without a buffer ("allocated without ggml-backend").
   static char existing_memory[64];
   for (std::size_t i = 0; i < n; ++i) {
     const Tensor& t = g.tensors[i];
-    ggml_tensor* x = tensors[i];
+    ggml_tensor* x = out.tensors[i];
     for (int s = 0; s < kMaxSources; ++s) {
       const TensorId src = t.src[static_cast<std::size_t>(s)];
-      x->src[s] = src == kNoTensor ? nullptr : tensors[static_cast<std::size_t>(src)];
+      x->src[s] = src == kNoTensor ? nullptr : out.tensors[static_cast<std::size_t>(src)];
     }
     if (t.view_src != kNoTensor) {
-      x->view_src = tensors[static_cast<std::size_t>(t.view_src)];
+      x->view_src = out.tensors[static_cast<std::size_t>(t.view_src)];
       x->view_offs = t.view_offs;
     }
     if (t.has_memory) x->data = existing_memory;
   }
 
   const int size = static_cast<int>(std::max<std::size_t>(std::max(g.nodes.size(), g.leafs.size()), 16));
-  ggml_cgraph* graph = ggml_new_graph_custom(ctx.get(), size, false);
-  for (TensorId id : g.nodes) graph->nodes[graph->n_nodes++] = tensors[static_cast<std::size_t>(id)];
-  for (TensorId id : g.leafs) graph->leafs[graph->n_leafs++] = tensors[static_cast<std::size_t>(id)];
+  out.graph = ggml_new_graph_custom(out.ctx.get(), size, false);
+  for (TensorId id : g.nodes) out.graph->nodes[out.graph->n_nodes++] = out.tensors[static_cast<std::size_t>(id)];
+  for (TensorId id : g.leafs) out.graph->leafs[out.graph->n_leafs++] = out.tensors[static_cast<std::size_t>(id)];
 
-  std::vector<std::unique_ptr<DummyType>> types;
-  for (std::size_t i = 0; i < c.types.size(); ++i) types.push_back(make_dummy(c.types[i], i));
-  std::vector<ggml_backend_buffer_type_t> per_id;
-  for (int t : c.buffer_type_of_id) per_id.push_back(&types[static_cast<std::size_t>(t)]->buft);
+  for (std::size_t i = 0; i < c.types.size(); ++i) out.types.push_back(make_dummy(c.types[i], i));
+  for (int t : c.buffer_type_of_id) out.per_id.push_back(&out.types[static_cast<std::size_t>(t)]->buft);
+  out.node_ids = c.node_buffer_ids.empty() ? nullptr : c.node_buffer_ids.data();
+  out.leaf_ids = c.leaf_buffer_ids.empty() ? nullptr : c.leaf_buffer_ids.data();
+  return "";
+}
 
-  const int* node_ids = c.node_buffer_ids.empty() ? nullptr : c.node_buffer_ids.data();
-  const int* leaf_ids = c.leaf_buffer_ids.empty() ? nullptr : c.leaf_buffer_ids.data();
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+StockTiming time_stock(const testing::RandomCase& c, int repetitions) {
+  StockTiming timing;
+  StockGraph s;
+  timing.error = build_stock_graph(c, s);
+  if (!timing.error.empty()) return timing;
+  ggml_gallocr_t galloc = ggml_gallocr_new_n(s.per_id.data(), static_cast<int>(s.per_id.size()));
+  std::vector<double> reserve, alloc;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool reserved = ggml_gallocr_reserve_n(galloc, s.graph, s.node_ids, s.leaf_ids);
+    const auto t1 = std::chrono::steady_clock::now();
+    const bool allocated = ggml_gallocr_alloc_graph(galloc, s.graph);
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!reserved || !allocated) {
+      timing.error = "stock ggml-alloc returned false";
+      break;
+    }
+    reserve.push_back(std::chrono::duration<double>(t1 - t0).count());
+    alloc.push_back(std::chrono::duration<double>(t2 - t1).count());
+  }
+  for (std::size_t b = 0; b < s.per_id.size(); ++b) {
+    timing.total_size += ggml_gallocr_get_buffer_size(galloc, static_cast<int>(b));
+  }
+  ggml_gallocr_free(galloc);
+  timing.reserve_seconds = median(reserve);
+  timing.alloc_seconds = median(alloc);
+  return timing;
+}
+
+StockResult run_stock(const testing::RandomCase& c) {
+  StockResult result;
+  const Graph& g = c.graph;
+  const std::size_t n = g.tensors.size();
+  StockGraph s;
+  result.error = build_stock_graph(c, s);
+  if (!result.error.empty()) return result;
+  auto& tensors = s.tensors;
+  auto& types = s.types;
+  auto& per_id = s.per_id;
+  ggml_cgraph* graph = s.graph;
+  const int* node_ids = s.node_ids;
+  const int* leaf_ids = s.leaf_ids;
 
 #ifndef GALLOC_GGML_SEED
   {

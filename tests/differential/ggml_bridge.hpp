@@ -32,6 +32,16 @@ struct StockResult {
 // True when this ggml has the _size API (upstream) — the seed version does not.
 [[nodiscard]] bool has_reserve_n_size();
 
+struct StockTiming {
+  std::string error;
+  double reserve_seconds = 0;  // median of ggml_gallocr_reserve_n on one gallocr
+  double alloc_seconds = 0;    // median of ggml_gallocr_alloc_graph right after
+  std::size_t total_size = 0;  // sum of ggml_gallocr_get_buffer_size
+};
+
+// Times stock reserve and alloc_graph, `repetitions` times each, alternating.
+[[nodiscard]] StockTiming time_stock(const testing::RandomCase& c, int repetitions);
+
 // Plans the case with stock ggml-alloc (one fresh ggml_gallocr: reserve_n, then alloc_graph).
 [[nodiscard]] StockResult run_stock(const testing::RandomCase& c);
 
