@@ -42,11 +42,20 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::Count)> kOpN
 
 }  // namespace
 
+namespace {
+// Indexed by ggml's type value; block_size 0 marks values ggml does not define.
+constexpr std::size_t kTypeSlots = 64;
+constexpr std::array<DataTypeTraits, kTypeSlots> kTypeByValue = [] {
+  std::array<DataTypeTraits, kTypeSlots> table{};
+  for (const TypeRow& row : kTypes) table[static_cast<std::size_t>(row.type)] = row.traits;
+  return table;
+}();
+}  // namespace
+
 std::optional<DataTypeTraits> data_type_traits(DataType type) {
-  for (const TypeRow& row : kTypes) {
-    if (row.type == type) return row.traits;
-  }
-  return std::nullopt;
+  const auto index = static_cast<std::size_t>(type);
+  if (index >= kTypeSlots || kTypeByValue[index].block_size == 0) return std::nullopt;
+  return kTypeByValue[index];
 }
 
 std::optional<DataType> data_type_from_name(std::string_view name) {

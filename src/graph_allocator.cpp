@@ -8,19 +8,18 @@ namespace galloc {
 
 namespace {
 
-// FNV-1a over the integers that make up a graph's topology.
+// A multiply-rotate hash over the integers that make up a graph's topology: one multiply per
+// value, since alloc checks it on every call.
 class Fingerprint {
  public:
   void add(std::uint64_t value) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (value >> (8 * i)) & 0xffu;
-      hash_ *= 0x100000001b3ull;
-    }
+    hash_ = (hash_ ^ value) * 0x9e3779b97f4a7c15ull;
+    hash_ ^= hash_ >> 29;
   }
   [[nodiscard]] std::uint64_t value() const { return hash_; }
 
  private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ull;
+  std::uint64_t hash_ = 0x243f6a8885a308d3ull;
 };
 
 }  // namespace

@@ -125,6 +125,8 @@ class LivenessWalk {
     StorageId storage = -1;
     bool owned = false;  // ggml's hash_node.allocated: this tensor owns `storage` now
     BufferId deferred_buffer = -1;  // a written-first leaf, allocated at its first write
+    BufferId sized_for = -1;        // `size` is the alloc size for this buffer id
+    Bytes size = 0;
   };
 
   static bool writes_its_view(Op op) {
@@ -166,14 +168,20 @@ class LivenessWalk {
     return true;
   }
 
-  [[nodiscard]] Bytes aligned_size(BufferId buffer, const Tensor& tensor) const {
-    const AllocatorId a = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
-    return align_up(types_[static_cast<std::size_t>(buffer)]->alloc_size(tensor),
-                    out_.allocators[static_cast<std::size_t>(a)].alignment);
+  // The buffer type's alloc size, cached per tensor for the buffer it was last asked for
+  // (a tensor is almost always sized by one buffer type, and alloc_size is virtual).
+  [[nodiscard]] Bytes raw_size(BufferId buffer, TensorId id) {
+    TensorState& state = state_[static_cast<std::size_t>(id)];
+    if (state.sized_for != buffer) {
+      state.size = types_[static_cast<std::size_t>(buffer)]->alloc_size(graph_[id]);
+      state.sized_for = buffer;
+    }
+    return state.size;
   }
 
-  [[nodiscard]] Bytes raw_size(BufferId buffer, const Tensor& tensor) const {
-    return types_[static_cast<std::size_t>(buffer)]->alloc_size(tensor);
+  [[nodiscard]] Bytes aligned_size(BufferId buffer, TensorId id) {
+    const AllocatorId a = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
+    return align_up(raw_size(buffer, id), out_.allocators[static_cast<std::size_t>(a)].alignment);
   }
 
   void emit_free(StorageId storage, Bytes begin, Bytes size) {
@@ -198,15 +206,15 @@ class LivenessWalk {
         if (parent_state.n_children != 1 || parent_state.n_views != 0) continue;
         // Upstream asserts the child is no larger than the parent; galloc simply does not
         // reuse then.
-        const Bytes parent_raw = raw_size(parent_state.buffer, parent);
-        const Bytes child_raw = raw_size(parent_state.buffer, tensor);
+        const Bytes parent_raw = raw_size(parent_state.buffer, src);
+        const Bytes child_raw = raw_size(parent_state.buffer, id);
         if (child_raw > parent_raw) continue;
 
         state.buffer = parent_state.buffer;
         state.storage = parent_state.storage;
         parent_state.owned = false;
-        const Bytes parent_size = aligned_size(parent_state.buffer, parent);
-        const Bytes child_size = aligned_size(parent_state.buffer, tensor);
+        const Bytes parent_size = aligned_size(parent_state.buffer, src);
+        const Bytes child_size = aligned_size(parent_state.buffer, id);
         if (parent_size > child_size) {
           StorageObject& storage = out_.storages[static_cast<std::size_t>(state.storage)];
           storage.tail_frees.push_back({static_cast<Step>(out_.events.size()), child_size});
@@ -219,7 +227,7 @@ class LivenessWalk {
     StorageObject storage;
     storage.allocator = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
     storage.buffer = buffer;
-    storage.size = aligned_size(buffer, tensor);
+    storage.size = aligned_size(buffer, id);
     storage.live = {static_cast<Step>(out_.events.size()), -1};
     storage.first_tensor = id;
     state.buffer = buffer;
@@ -236,7 +244,7 @@ class LivenessWalk {
     TensorState& state = state_[id];
     StorageObject& storage = out_.storages[static_cast<std::size_t>(state.storage)];
     storage.live.upper = static_cast<Step>(out_.events.size());
-    emit_free(state.storage, 0, aligned_size(state.buffer, tensor));
+    emit_free(state.storage, 0, aligned_size(state.buffer, id));
     state.owned = false;
   }
 
@@ -250,20 +258,20 @@ class LivenessWalk {
 
 namespace {
 
-void number_storages_by_first_tensor(Lifetimes& lifetimes) {
+// A counting sort by first tensor, stable in creation order. First tensors are nearly always
+// distinct, but not quite: as upstream, an input node that takes a leaf's memory in place
+// while children are still being counted leaves the leaf to be allocated again later.
+void number_storages_by_first_tensor(Lifetimes& lifetimes, std::size_t n_tensors) {
   const std::size_t n = lifetimes.storages.size();
-  std::vector<StorageId> order(n);
-  for (std::size_t s = 0; s < n; ++s) order[s] = static_cast<StorageId>(s);
-  std::sort(order.begin(), order.end(), [&](StorageId a, StorageId b) {
-    return lifetimes.storages[static_cast<std::size_t>(a)].first_tensor <
-           lifetimes.storages[static_cast<std::size_t>(b)].first_tensor;
-  });
+  std::vector<std::size_t> start(n_tensors + 1, 0);
+  for (const StorageObject& storage : lifetimes.storages) start[static_cast<std::size_t>(storage.first_tensor) + 1] += 1;
+  for (std::size_t t = 0; t < n_tensors; ++t) start[t + 1] += start[t];
   std::vector<StorageId> new_id(n);
-  std::vector<StorageObject> storages(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    new_id[static_cast<std::size_t>(order[i])] = static_cast<StorageId>(i);
-    storages[i] = std::move(lifetimes.storages[static_cast<std::size_t>(order[i])]);
+  for (std::size_t s = 0; s < n; ++s) {
+    new_id[s] = static_cast<StorageId>(start[static_cast<std::size_t>(lifetimes.storages[s].first_tensor)]++);
   }
+  std::vector<StorageObject> storages(n);
+  for (std::size_t s = 0; s < n; ++s) storages[static_cast<std::size_t>(new_id[s])] = std::move(lifetimes.storages[s]);
   lifetimes.storages = std::move(storages);
   for (LifetimeEvent& event : lifetimes.events) event.storage = new_id[static_cast<std::size_t>(event.storage)];
   for (StorageId& s : lifetimes.tensor_storage) {
@@ -302,7 +310,7 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph,
     }
   }
   LivenessWalk(graph, buffer_types, lifetimes).run(assignment, options);
-  number_storages_by_first_tensor(lifetimes);
+  number_storages_by_first_tensor(lifetimes, graph.tensors.size());
   return lifetimes;
 }
 

@@ -127,6 +127,29 @@ TEST_F(LifetimesTest, InputsAreAllocatedFirst) {
             l.storages[static_cast<std::size_t>(storage_of(l, a))].live.lower);
 }
 
+// Upstream allocates input nodes while it is still counting children, so an input node can
+// take over a leaf whose later users are not counted yet; the leaf is then allocated again
+// (here at once, as the input source of b; a non-input leaf would wait for its next user). galloc's walk does the same (the differential test found it), and
+// storage ids stay consistent although two storages share a first tensor.
+//
+//   leaf (input) ──> a = cont(leaf)
+//   b = scale(leaf), flagged input, listed after a
+TEST_F(LifetimesTest, InputNodeTakesALeafWhileChildrenAreCounted) {
+  const TensorId leaf = input("leaf", 16);
+  const TensorId a = node("a", Op::Cont, 16, {leaf});
+  const TensorId b = node("b", Op::Scale, 16, {leaf});
+  g_[b].flags |= kFlagInput | kFlagOutput;
+  g_[a].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  ASSERT_EQ(l.storages.size(), 3u) << "leaf twice, a once";
+  EXPECT_EQ(l.storages[0].first_tensor, leaf);
+  EXPECT_EQ(l.storages[1].first_tensor, leaf);
+  EXPECT_EQ(storage_of(l, b), 0) << "b holds the leaf's first storage";
+  EXPECT_EQ(storage_of(l, leaf), 1) << "the leaf was allocated again";
+  const Placement placement = place_ggml(l);
+  EXPECT_EQ(placement.storage_address.size(), 3u);
+}
+
 // Buffer ids sharing a buffer type share one allocator.
 TEST(AllocatorsOf, DuplicatesShare) {
   NullBufferType a, b;
