@@ -112,23 +112,14 @@ bool op_can_inplace(Op op) {
 }
 
 Bytes tensor_nbytes(const Tensor& tensor) {
-  for (std::int64_t n : tensor.ne) {
-    if (n <= 0) return 0;
-  }
-  const auto traits = data_type_traits(tensor.type);
-  if (!traits) return 0;
-  Bytes nbytes = 0;
-  if (traits->block_size == 1) {
-    nbytes = traits->type_size;
-    for (int i = 0; i < kMaxDims; ++i) {
-      nbytes += static_cast<Bytes>(tensor.ne[i] - 1) * tensor.nb[i];
-    }
-  } else {
-    nbytes = static_cast<Bytes>(tensor.ne[0]) * tensor.nb[0] / static_cast<Bytes>(traits->block_size);
-    for (int i = 1; i < kMaxDims; ++i) {
-      nbytes += static_cast<Bytes>(tensor.ne[i] - 1) * tensor.nb[i];
-    }
-  }
+  if (tensor.ne[0] <= 0 || tensor.ne[1] <= 0 || tensor.ne[2] <= 0 || tensor.ne[3] <= 0) return 0;
+  const auto index = static_cast<std::size_t>(tensor.type);
+  if (index >= kTypeSlots || kTypeByValue[index].block_size == 0) return 0;
+  const DataTypeTraits& traits = kTypeByValue[index];
+  Bytes nbytes = traits.block_size == 1
+                     ? traits.type_size + static_cast<Bytes>(tensor.ne[0] - 1) * tensor.nb[0]
+                     : static_cast<Bytes>(tensor.ne[0]) * tensor.nb[0] / static_cast<Bytes>(traits.block_size);
+  for (int i = 1; i < kMaxDims; ++i) nbytes += static_cast<Bytes>(tensor.ne[i] - 1) * tensor.nb[i];
   return nbytes;
 }
 

@@ -22,6 +22,23 @@ class Fingerprint {
   std::uint64_t hash_ = 0x243f6a8885a308d3ull;
 };
 
+// Every tensor the walk reads: leafs, nodes and their sources, each once.
+std::vector<TensorId> touched_tensors(const Graph& graph) {
+  std::vector<char> seen(graph.tensors.size(), 0);
+  std::vector<TensorId> result;
+  auto visit = [&](TensorId id) {
+    if (id == kNoTensor || seen[static_cast<std::size_t>(id)]) return;
+    seen[static_cast<std::size_t>(id)] = 1;
+    result.push_back(id);
+  };
+  for (TensorId id : graph.leafs) visit(id);
+  for (TensorId id : graph.nodes) {
+    visit(id);
+    for (TensorId src : graph[id].src) visit(src);
+  }
+  return result;
+}
+
 }  // namespace
 
 std::uint64_t graph_structure_fingerprint(const Graph& graph) {
@@ -30,14 +47,19 @@ std::uint64_t graph_structure_fingerprint(const Graph& graph) {
   f.add(graph.nodes.size());
   f.add(graph.leafs.size());
   for (TensorId id : graph.leafs) f.add(static_cast<std::uint64_t>(id));
+  // Two 32-bit values a word, since alloc checks this on every call.
+  auto pair = [](std::int32_t a, std::int32_t b) {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32 | static_cast<std::uint32_t>(b);
+  };
   for (TensorId id : graph.nodes) {
-    f.add(static_cast<std::uint64_t>(id));
-    if (!graph.contains(id)) continue;
+    if (!graph.contains(id)) {
+      f.add(pair(id, -1));
+      continue;
+    }
     const Tensor& t = graph[id];
-    f.add(static_cast<std::uint64_t>(t.op));
-    f.add(t.flags & (kFlagInput | kFlagOutput));
-    f.add(static_cast<std::uint64_t>(t.view_src));
-    for (TensorId src : t.src) f.add(static_cast<std::uint64_t>(src));
+    f.add(pair(id, static_cast<std::int32_t>(t.op)));
+    f.add(pair(t.view_src, static_cast<std::int32_t>(t.flags & (kFlagInput | kFlagOutput))));
+    for (int s = 0; s < kMaxSources; s += 2) f.add(pair(t.src[static_cast<std::size_t>(s)], t.src[static_cast<std::size_t>(s) + 1]));
   }
   return f.value();
 }
@@ -99,6 +121,7 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
   for (auto& [a, chunks] : grown) buffers_[a] = std::move(chunks);
   std::fill(reserved_once_.begin(), reserved_once_.end(), true);
   structure_ = graph_structure_fingerprint(graph);
+  touched_ = touched_tensors(graph);
   plan_ = std::move(plan).value();
   return Status::ok();
 }
@@ -119,23 +142,14 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
     return true;
   }
   if (graph_structure_fingerprint(graph) != structure_) return true;
-  // Every tensor the walk would place must have a slot at least as large as it is now.
-  auto too_big = [&](TensorId id) {
-    if (!graph.contains(id)) return true;
+  // Same topology, so the same tensors are read: each must still fit the slot it was given,
+  // and one that had memory or was a view at reserve time must still have or be one.
+  for (TensorId id : touched_) {
     const Tensor& t = graph[id];
-    if (t.has_memory || t.is_view()) return false;
+    if (t.has_memory || t.is_view()) continue;
     const TensorPlacement& slot = plan_->tensors[static_cast<std::size_t>(id)];
     if (!slot.planned()) return true;
-    return types_[static_cast<std::size_t>(slot.buffer)]->alloc_size(t) > slot.size;
-  };
-  for (TensorId id : graph.leafs) {
-    if (too_big(id)) return true;
-  }
-  for (TensorId id : graph.nodes) {
-    if (too_big(id)) return true;
-    for (TensorId src : graph[id].src) {
-      if (src != kNoTensor && too_big(src)) return true;
-    }
+    if (types_[static_cast<std::size_t>(slot.buffer)]->alloc_size(t) > slot.size) return true;
   }
   return false;
 }

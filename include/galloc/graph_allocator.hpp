@@ -71,6 +71,7 @@ class GraphAllocator {
   std::optional<Plan> plan_;
   std::vector<bool> reserved_once_;  // per allocator: ggml keeps a (maybe empty) buffer after the first reserve
   std::uint64_t structure_ = 0;      // fingerprint of the reserved graph's topology
+  std::vector<TensorId> touched_;    // leafs, nodes and sources of the reserved graph, once each
 };
 
 // The topology of a graph (ops, sources, views, flags, list positions), without sizes: two
