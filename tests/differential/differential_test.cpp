@@ -8,6 +8,7 @@
 
 #include "galloc/graph_allocator.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/zoo.hpp"
 #include "ggml_bridge.hpp"
 #include "support/random_graph.hpp"
 
@@ -124,6 +125,46 @@ TEST(DifferentialUpstream, RandomGraphsMatchStockGgmlAlloc) {
   EXPECT_GT(compared, kRandomCases * 9 / 10);
   EXPECT_GT(chunked, kRandomCases / 5);
   EXPECT_GT(multi, kRandomCases / 3);
+}
+
+// Every zoo graph at real dimensions, three ways: one CPU-like buffer type (alignment 32, as
+// ggml's CPU buffers), a max size that forces a few chunks, and two buffer types with nodes spread
+// over them (as a scheduler splitting a model across devices would).
+TEST(DifferentialUpstream, ZooGraphsMatchStockGgmlAlloc) {
+  std::size_t compared = 0;
+  for (const auto& entry : zoo::list()) {
+    auto graph = zoo::build(entry.name);
+    ASSERT_TRUE(graph.is_ok()) << entry.name << ": " << graph.status().to_string();
+    for (int variant = 0; variant < 3; ++variant) {
+      testing::RandomCase c;
+      c.seed = static_cast<std::uint64_t>(variant);
+      c.graph = *graph;
+      if (variant == 0) {
+        c.types = {{32, kUnlimited, 0}};
+        c.buffer_type_of_id = {0};
+      } else if (variant == 1) {
+        // A quarter of the graph's ggml-planned size: a few chunks, well under stock's 16.
+        NullBufferType probe(32);
+        const std::vector<const BufferType*> one{&probe};
+        auto lifetimes = analyze_lifetimes(c.graph, one);
+        ASSERT_TRUE(lifetimes.is_ok());
+        Bytes total = 0;
+        for (Bytes chunk : place_ggml(*lifetimes).chunk_sizes[0]) total += chunk;
+        c.types = {{32, std::max<Bytes>(total / 4, 1), 0}};
+        c.buffer_type_of_id = {0};
+      } else {
+        c.types = {{32, kUnlimited, 0}, {64, 64u << 20, 0}};
+        c.buffer_type_of_id = {0, 1};
+        for (std::size_t i = 0; i < c.graph.nodes.size(); ++i) c.node_buffer_ids.push_back(i * 2 < c.graph.nodes.size() ? 0 : 1);
+        c.leaf_buffer_ids.assign(c.graph.leafs.size(), 0);
+      }
+      const Comparison result = compare_with_stock(c);
+      EXPECT_TRUE(result.mismatch.empty()) << entry.name << " variant " << variant << ": " << result.mismatch;
+      EXPECT_FALSE(result.skipped) << entry.name << " variant " << variant << " needed 16 chunks";
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 3u * 14u);
 }
 
 }  // namespace
