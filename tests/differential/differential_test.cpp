@@ -148,8 +148,9 @@ TEST(DifferentialUpstream, ZooGraphsMatchStockGgmlAlloc) {
         const std::vector<const BufferType*> one{&probe};
         auto lifetimes = analyze_lifetimes(c.graph, one);
         ASSERT_TRUE(lifetimes.is_ok());
+        const Placement probe_plan = place_ggml(*lifetimes);
         Bytes total = 0;
-        for (Bytes chunk : place_ggml(*lifetimes).chunk_sizes[0]) total += chunk;
+        for (Bytes chunk : probe_plan.chunk_sizes[0]) total += chunk;
         c.types = {{32, std::max<Bytes>(total / 4, 1), 0}};
         c.buffer_type_of_id = {0};
       } else {
