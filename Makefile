@@ -11,7 +11,7 @@ GGML_UPSTREAM := $(GGML_CACHE)/upstream
 GGML_SEED     := $(GGML_CACHE)/seed
 
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
-                   libbenchmark-dev librapidcheck-dev libfmt-dev
+                   libbenchmark-dev librapidcheck-dev libfmt-dev chromium clang
 
 .PHONY: all deps ggml configure build run test unit-test asan-test clean
 
@@ -41,8 +41,14 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# A real-model graph from the zoo (llama-7b, prompt processing of 512 tokens): every strategy
+# side by side, and the memory timeline of `best` in out/report.html.
+RUN_GRAPH ?= zoo:llama-7b-pp512
 run: build
-	@$(BUILD)/examples/galloc_reserve_example
+	@$(BUILD)/bin/galloc compare $(RUN_GRAPH)
+	@mkdir -p out
+	@$(BUILD)/bin/galloc render $(RUN_GRAPH) --html out/report.html
+	@echo "wrote out/report.html"
 
 # Unit, C API, consumer and differential tests; then the unit tests under ASan + UBSan.
 test: ggml
