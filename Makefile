@@ -39,16 +39,17 @@ configure: deps
 	  -DGALLOC_GGML_SEED_DIR=$(if $(wildcard $(GGML_SEED)/libggml-stock.a),$(GGML_SEED),) >/dev/null
 
 build: configure
-	@cmake --build $(BUILD) -j$(JOBS)
+	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
 
-# A real-model graph from the zoo (llama-7b, prompt processing of 512 tokens): every strategy
-# side by side, and the memory timeline of `best` in out/report.html.
-RUN_GRAPH ?= zoo:llama-7b-pp512
+# Real-model graphs from the zoo: llama-7b prompt processing (where ggml already reaches the
+# lower bound) and the whisper-large encoder (where it does not), every strategy side by side,
+# and the memory timeline of `best` on the second in out/report.html.
+RUN_GRAPHS ?= zoo:llama-7b-pp512 zoo:whisper-large-encoder
 run: build
-	@$(BUILD)/bin/galloc compare $(RUN_GRAPH)
+	@for g in $(RUN_GRAPHS); do $(BUILD)/bin/galloc compare $$g || exit 1; echo; done
 	@mkdir -p out
-	@$(BUILD)/bin/galloc render $(RUN_GRAPH) --html out/report.html
-	@echo "wrote out/report.html"
+	@$(BUILD)/bin/galloc render $(lastword $(RUN_GRAPHS)) --html out/report.html
+	@echo "wrote out/report.html (open it in a browser)"
 
 # Unit, C API, consumer and differential tests; then the unit tests under ASan + UBSan.
 test: ggml
