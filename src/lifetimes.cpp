@@ -129,12 +129,17 @@ class LivenessWalk {
     Bytes size = 0;
   };
 
-  static bool writes_its_view(Op op) {
-    return op == Op::Cpy || op == Op::SetRows || op == Op::Set || op == Op::Acc;
+  // A CPY whose destination view is all of `leaf` (ggml_cpy(a, b) is a view of the whole of b
+  // with src = {a, b}) overwrites every byte before anything reads it. SET, ACC, SET_ROWS and
+  // a copy into a window keep the rest of the tensor, which may hold data the application
+  // wrote after alloc, so those leafs keep upstream's lifetime.
+  bool overwrites_whole(const Tensor& node, TensorId leaf) const {
+    return node.op == Op::Cpy && node.view_offs == 0 && node.src[1] == leaf && node.src[0] != leaf &&
+           same_layout(node, graph_[leaf]);
   }
 
-  // Leafs (not inputs, no memory, no views) whose first reference in node order is a view
-  // of them that writes them.
+  // Leafs (not inputs, no memory, no views) whose first reference in node order is a CPY
+  // that overwrites all of them.
   template <typename LeafBuffer>
   void mark_written_leafs(const LeafBuffer& leaf_buffer) {
     std::vector<char> seen(graph_.tensors.size(), 0);
@@ -143,7 +148,7 @@ class LivenessWalk {
       const Tensor& node = graph_[id];
       if (node.is_view() && !seen[static_cast<std::size_t>(node.view_src)]) {
         seen[static_cast<std::size_t>(node.view_src)] = 1;
-        first_is_write[static_cast<std::size_t>(node.view_src)] = writes_its_view(node.op) ? 1 : 0;
+        first_is_write[static_cast<std::size_t>(node.view_src)] = overwrites_whole(node, node.view_src) ? 1 : 0;
       }
       for (TensorId src : node.src) {
         if (src != kNoTensor) seen[static_cast<std::size_t>(src)] = 1;
@@ -279,6 +284,26 @@ void number_storages_by_first_tensor(Lifetimes& lifetimes, std::size_t n_tensors
   }
 }
 
+// A view reads and writes its root's memory. The walk allocates only nodes, leafs and
+// sources, so a root that is none of them and has no memory of its own would leave the view
+// pointing nowhere (upstream then skips the view and the backend writes through NULL).
+Status check_view_roots_have_memory(const Graph& graph, const Lifetimes& lifetimes) {
+  auto check = [&](TensorId id) -> Status {
+    if (id == kNoTensor || !graph[id].is_view()) return Status::ok();
+    const TensorId root = graph[id].view_src;
+    if (graph[root].has_memory || lifetimes.tensor_storage[static_cast<std::size_t>(root)] >= 0) return Status::ok();
+    return invalid_argument(describe_tensor(graph, id) + " is a view of " + describe_tensor(graph, root) +
+                            ", which nothing allocates: it is no leaf, no node, no node's source and has no "
+                            "memory; list it as a leaf or mark it has_memory");
+  };
+  for (TensorId id : graph.leafs) GALLOC_RETURN_IF_ERROR(check(id));
+  for (TensorId id : graph.nodes) {
+    GALLOC_RETURN_IF_ERROR(check(id));
+    for (TensorId src : graph[id].src) GALLOC_RETURN_IF_ERROR(check(src));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Lifetimes> analyze_lifetimes(const Graph& graph,
@@ -310,6 +335,7 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph,
     }
   }
   LivenessWalk(graph, buffer_types, lifetimes).run(assignment, options);
+  GALLOC_RETURN_IF_ERROR(check_view_roots_have_memory(graph, lifetimes));
   number_storages_by_first_tensor(lifetimes, graph.tensors.size());
   return lifetimes;
 }

@@ -69,8 +69,10 @@ struct BufferAssignment {
 
 struct LifetimeOptions {
   // Upstream ggml allocates every leaf before the first node. A leaf whose first user is a
-  // view of it that writes it (the destination of CPY, SET_ROWS, SET or ACC into a fresh
-  // tensor) holds nothing before that write, so with this option it is allocated there.
+  // CPY over all of it (ggml_cpy into a fresh tensor, as gpt-2 and whisper do) holds nothing
+  // before that write, so with this option it is allocated there. Partial writes (SET, ACC,
+  // SET_ROWS, a copy into a window) keep upstream's lifetime: the rest may hold the
+  // application's data.
   // The `ggml` strategy always runs without it, to match upstream.
   bool defer_written_leafs = false;
 };
