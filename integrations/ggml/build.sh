@@ -6,8 +6,9 @@
 # usage: build.sh NPM_SPEC OUT_DIR        e.g. build.sh llama.rn@0.12.9 out/ggml
 #
 # Produces OUT_DIR/libggml-stock.a, OUT_DIR/include/ and OUT_DIR/include/internal/,
-# and, when GALLOC_DROPIN_SOURCE is set, OUT_DIR/libggml-galloc.a (the same
-# library with ggml-alloc.c replaced by that file). See README.md next to this file.
+# and OUT_DIR/libggml-galloc.a: the same library with ggml-alloc.c replaced by galloc's
+# drop-in (ggml-alloc.cpp next to this file, or GALLOC_DROPIN_SOURCE) and galloc itself
+# compiled in. See README.md next to this file.
 set -euo pipefail
 
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
@@ -25,6 +26,12 @@ OUT_DIR=$(readlink -f "$2")
 CC=${CC:-$(command -v gcc-12 || command -v gcc || echo cc)}
 CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
 JOBS=${GALLOC_JOBS:-2}
+GALLOC_ROOT=$(readlink -f "${GALLOC_SOURCE_DIR:-$SCRIPT_DIR/../..}")
+# The drop-in variant is built by default from galloc's own drop-in; GALLOC_DROPIN_SOURCE=""
+# (set but empty) builds the stock library only.
+if [[ -z ${GALLOC_DROPIN_SOURCE+x} && -f $SCRIPT_DIR/ggml-alloc.cpp ]]; then
+    GALLOC_DROPIN_SOURCE=$SCRIPT_DIR/ggml-alloc.cpp
+fi
 CACHE_ROOT=${GALLOC_CACHE_DIR:-$HOME/.cache/galloc}
 
 # NPM_SPEC must be name@exact-version (the version is the cache key).
@@ -181,6 +188,7 @@ compile_one() {
         c)      cmd=("$GB_CC"  $GB_CFLAGS) ;;
         cxx)    cmd=("$GB_CXX" $GB_CXXFLAGS) ;;
         dropin) cmd=("$GB_CXX" $GB_DROPINFLAGS) ;;
+        galloc) cmd=("$GB_CXX" $GB_GALLOCFLAGS) ;;
     esac
     rm -f "$obj"
     if "${cmd[@]}" -MMD -MF "$obj.d" -c "$src" -o "$obj.tmp" >"$obj.log" 2>&1; then
@@ -199,7 +207,7 @@ compile_sources() {
     local item kind src obj
     for item in "$@"; do
         kind=${item%%:*}; src=${item#*:}
-        obj=$objdir/$(obj_name "$src")
+        if [[ $kind == galloc ]]; then obj=$objdir/$(galloc_obj_name "$src"); else obj=$objdir/$(obj_name "$src"); fi
         recs+=("$src" "$obj" "$kind"); objs+=("$obj"); srcs+=("$src")
     done
     local rc=0
@@ -283,43 +291,88 @@ build_stock() {
 }
 
 # ---------------------------------------------------------------- 4: drop-in variant
+# galloc's sources, compiled into libggml-galloc.a next to the drop-in so that the archive
+# alone (with -lstdc++ -lpthread -lm -ldl) links a program.
+GALLOC_SOURCES=()
+collect_galloc_sources() {
+    GALLOC_SOURCES=()
+    [[ ${GALLOC_DROPIN_WITH_GALLOC:-1} == 1 ]] || return 0
+    [[ -d $GALLOC_ROOT/src && -d $GALLOC_ROOT/include/galloc ]] \
+        || die "galloc sources not found under GALLOC_SOURCE_DIR='$GALLOC_ROOT'"
+    # Every library source except the folders in GALLOC_DROPIN_EXCLUDE (default: the graph
+    # zoo, model graphs for tests and the CLI that the drop-in never calls).
+    local f d skip
+    while IFS= read -r -d '' f; do
+        skip=0
+        for d in ${GALLOC_DROPIN_EXCLUDE-zoo}; do
+            [[ $f == "$GALLOC_ROOT/src/$d/"* ]] && skip=1
+        done
+        [[ $skip -eq 1 ]] || GALLOC_SOURCES+=("$f")
+    done < <(find "$GALLOC_ROOT/src" -name '*.cpp' -print0 | LC_ALL=C sort -z)
+    [[ ${#GALLOC_SOURCES[@]} -gt 0 ]] || die "no galloc sources in $GALLOC_ROOT/src"
+}
+
+# src/strategies/ggml.cpp -> galloc_src_strategies_ggml.cpp.o (no clash with ggml's objects)
+galloc_obj_name() { local r=${1#"$GALLOC_ROOT"/}; echo "galloc_${r//\//_}.o"; }
+
+# obj_is_fresh OBJ: the object exists and no file it was built from (gcc -MMD) is newer
+obj_is_fresh() {
+    local obj=$1 f
+    [[ -f $obj && -f $obj.d ]] || return 1
+    local -a deps
+    read -r -d '' -a deps < <(sed -e 's/^[^:]*://' -e 's/\\$//' "$obj.d") || true
+    for f in "${deps[@]}"; do
+        [[ -e $f && ! $f -nt $obj ]] || return 1
+    done
+}
+
 build_galloc() {
     local dropin lib=$OUT_DIR/libggml-galloc.a stamp=$OUT_DIR/.libggml-galloc.stamp
     local objdir=$OUT_DIR/obj-galloc log=$OUT_DIR/build-galloc.log
     dropin=$(readlink -f "$GALLOC_DROPIN_SOURCE") || die "GALLOC_DROPIN_SOURCE not found"
     [[ -f $dropin ]] || die "GALLOC_DROPIN_SOURCE '$GALLOC_DROPIN_SOURCE' is not a file"
     local cfg
-    cfg=$(printf '%s\n' "$(config_string)" "dropin=$dropin" "dropin_cflags=${GALLOC_DROPIN_CFLAGS-}")
-    local dep fresh=1 f
-    dep=$objdir/$(obj_name "$dropin").d
-    if [[ -f $lib && -f $stamp && -f $dep && $(cat "$stamp") == "$cfg" && $lib -nt $OUT_DIR/libggml-stock.a ]]; then
-        # every file the drop-in included (from gcc -MMD) must be older than the library
-        local -a deps
-        read -r -d '' -a deps < <(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep") || true
-        for f in "${deps[@]}"; do
-            [[ -e $f && ! $f -nt $lib ]] || { fresh=0; break; }
-        done
-    else
-        fresh=0
+    cfg=$(printf '%s\n' "$(config_string)" "dropin=$dropin" "dropin_flags=$GB_DROPINFLAGS" \
+        "galloc_flags=$GB_GALLOCFLAGS" "galloc_sources=${GALLOC_SOURCES[*]}")
+    # objects built with another configuration (flags, compilers, file list) are thrown away
+    if [[ ! -f $objdir/.config || $(cat "$objdir/.config") != "$cfg" ]]; then
+        rm -rf "$objdir" "$lib" "$stamp"
+        mkdir -p "$objdir"
+        printf '%s\n' "$cfg" >"$objdir/.config"
     fi
-    if [[ $fresh -eq 0 ]]; then
-        rm -rf "$objdir" "$log" "$lib" "$stamp"
-        step "compiling drop-in $(basename "$dropin") (log: $log)"
-        local -a prebuilt=() s
+    # the archive also holds the stock objects
+    [[ -f $stamp && $(cat "$stamp") == "$cfg" && $lib -nt $OUT_DIR/libggml-stock.a ]] || rm -f "$lib" "$stamp"
+    # only what changed is compiled again (every object tracks its headers with gcc -MMD)
+    local -a stale=() objs=() s obj
+    obj=$objdir/$(obj_name "$dropin")
+    objs+=("$obj"); obj_is_fresh "$obj" || stale+=("dropin:$dropin")
+    for s in "${GALLOC_SOURCES[@]}"; do
+        obj=$objdir/$(galloc_obj_name "$s")
+        objs+=("$obj"); obj_is_fresh "$obj" || stale+=("galloc:$s")
+    done
+    if [[ ${#stale[@]} -eq 0 && -f $lib ]]; then
+        step "$(basename "$lib") is up to date"
+    else
+        rm -f "$lib" "$stamp" "$log"
+        if [[ ${#stale[@]} -gt 0 ]]; then
+            step "compiling ${#stale[@]} of $((${#GALLOC_SOURCES[@]} + 1)) files (drop-in + galloc; log: $log)"
+            compile_sources "$objdir" "$log" "${stale[@]}"
+        fi
+        local -a prebuilt=()
         for s in "${STOCK_SOURCES[@]}"; do
             [[ $s == ggml-alloc.c ]] && continue
             prebuilt+=("$OUT_DIR/obj-stock/$(obj_name "$SRC/$s")")
         done
-        build_archive "$lib" "$objdir" "$log" "dropin:$dropin" -- "${prebuilt[@]}"
+        rm -f "$lib.tmp"
+        ar rcs "$lib.tmp" "${objs[@]}" "${prebuilt[@]}" >>"$log" 2>&1 || die "ar failed; see $log"
+        mv "$lib.tmp" "$lib"
         # report stock ggml-alloc symbols the drop-in does not define (warning only)
         local missing
         missing=$(comm -23 "$OUT_DIR/ggml-alloc.exports.txt" \
-            <(nm -g --defined-only "$objdir/$(obj_name "$dropin")" | awk '{print $3}' | sort) | tr '\n' ' ')
+            <(nm -g --defined-only "${objs[@]}" 2>/dev/null | awk 'NF==3 {print $3}' | sort -u) | tr '\n' ' ')
         [[ -z $missing ]] || step "warning: drop-in object does not define (ok only if GALLOC_DROPIN_LIBS does): $missing"
         printf '%s\n' "$cfg" >"$stamp"
         step "built $lib"
-    else
-        step "$(basename "$lib") is up to date"
     fi
     printf '%s\n' "${GALLOC_DROPIN_LIBS-}" >"$OUT_DIR/libggml-galloc.ldflags"
 }
@@ -348,7 +401,19 @@ collect_sources
 export GB_CC=$CC GB_CXX=$CXX
 export GB_CFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu11 ${EXTRA_FLAGS[*]}"
 export GB_CXXFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++17 ${EXTRA_FLAGS[*]}"
-export GB_DROPINFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++20 ${EXTRA_FLAGS[*]} ${GALLOC_DROPIN_CFLAGS-}"
+# The drop-in sees ggml's sources and galloc's headers; GALLOC_GGML_SEED tells it which ggml
+# API it implements (the seed's ggml_tallocr_alloc returns void).
+# GALLOC_DROPIN_JSON: galloc's sources implement graph files (write_graph_file), for GALLOC_DUMP.
+DROPIN_FEATURE_FLAGS=()
+grep -Eq '(^|[^a-z_])void +ggml_tallocr_alloc' "$SRC/ggml-alloc.h" && DROPIN_FEATURE_FLAGS+=(-DGALLOC_GGML_SEED)
+if [[ -n ${GALLOC_DROPIN_SOURCE-} ]]; then
+    collect_galloc_sources
+    if [[ ${#GALLOC_SOURCES[@]} -gt 0 ]] && grep -q 'write_graph_file' "${GALLOC_SOURCES[@]}"; then
+        DROPIN_FEATURE_FLAGS+=(-DGALLOC_DROPIN_JSON)
+    fi
+fi
+export GB_DROPINFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -I$GALLOC_ROOT/include ${DROPIN_FEATURE_FLAGS[*]} -std=gnu++20 ${EXTRA_FLAGS[*]} ${GALLOC_DROPIN_CFLAGS-}"
+export GB_GALLOCFLAGS="-O2 -DNDEBUG -fPIC -pthread -std=c++20 -I$GALLOC_ROOT/include ${EXTRA_FLAGS[*]}"
 
 if stock_is_fresh; then
     step "libggml-stock.a is up to date ($NPM_SPEC)"

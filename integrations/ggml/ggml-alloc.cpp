@@ -1,0 +1,891 @@
+// galloc's drop-in for ggml's ggml-alloc.c: the whole public API of ggml-alloc.h on top of
+// libgalloc. It is compiled in place of ggml-alloc.c (see build.sh) and adds no planning logic
+// of its own: it converts a ggml_cgraph into a galloc::Graph, lets galloc::GraphAllocator plan
+// it, and applies the plan with ggml's own backend calls, in upstream's order.
+//
+//   GALLOC_STRATEGY=ggml|greedy|exact|best   placement strategy (default best; ggml reproduces
+//                                            upstream's addresses and buffer sizes exactly)
+//   GALLOC_DUMP=DIR                          write every reserved graph to DIR as galloc JSON
+//
+// Two ggml versions are supported: current upstream (llama.rn 0.12.9) and the "seed" version
+// (whisper.rn 0.4.0-rc.10), selected by GALLOC_GGML_SEED, which build.sh sets from the headers.
+// The seed's ggml_tallocr_alloc returns void, it has no _size functions, no meta buffer types
+// and no exported ggml_op_can_inplace.
+#include "ggml-alloc.h"
+#include "ggml-backend-impl.h"
+#include "ggml-backend.h"
+#include "ggml-impl.h"
+#include "ggml.h"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "galloc/buffer.hpp"
+#include "galloc/graph.hpp"
+#include "galloc/graph_allocator.hpp"
+#include "galloc/linear_allocator.hpp"
+#include "galloc/placement.hpp"
+#include "galloc/status.hpp"
+
+// build.sh defines GALLOC_DROPIN_JSON when galloc's sources implement the graph file.
+#if defined(GALLOC_DROPIN_JSON) && __has_include("galloc/graph_json.hpp")
+#include <cstdio>
+#include <filesystem>
+#include "galloc/graph_json.hpp"
+#define GALLOC_DROPIN_HAVE_JSON 1
+#endif
+
+#ifdef GALLOC_GGML_SEED
+inline constexpr bool kSeed = true;
+#else
+inline constexpr bool kSeed = false;
+#endif
+static_assert(GGML_MAX_SRC <= galloc::kMaxSources && GGML_MAX_DIMS == galloc::kMaxDims);
+static_assert(std::is_void_v<decltype(ggml_tallocr_alloc(nullptr, nullptr))> == kSeed,
+              "GALLOC_GGML_SEED must be defined exactly for the ggml version whose "
+              "ggml_tallocr_alloc returns void (build.sh sets it from ggml-alloc.h)");
+
+namespace {
+
+using galloc::Bytes;
+using galloc::BufferId;
+using galloc::TensorId;
+
+// ------------------------------------------------------------------ errors and logging
+
+void log_error(const char* function, const galloc::Status& status) {
+  GGML_LOG_ERROR("%s: %s\n", function, status.to_string().c_str());
+}
+
+void log_exception(const char* function) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    GGML_LOG_ERROR("%s: out of memory (galloc)\n", function);
+  } catch (const std::exception& e) {
+    GGML_LOG_ERROR("%s: galloc: %s\n", function, e.what());
+  } catch (...) {
+    GGML_LOG_ERROR("%s: galloc: unknown exception\n", function);
+  }
+}
+
+// The seed's ggml_backend_tensor_alloc / ggml_backend_view_init return void.
+ggml_status tensor_alloc(ggml_backend_buffer_t buffer, ggml_tensor* tensor, void* addr) {
+#ifdef GALLOC_GGML_SEED
+  ggml_backend_tensor_alloc(buffer, tensor, addr);
+  return GGML_STATUS_SUCCESS;
+#else
+  return ggml_backend_tensor_alloc(buffer, tensor, addr);
+#endif
+}
+
+ggml_status view_init(ggml_tensor* tensor) {
+#ifdef GALLOC_GGML_SEED
+  ggml_backend_view_init(tensor);
+  return GGML_STATUS_SUCCESS;
+#else
+  return ggml_backend_view_init(tensor);
+#endif
+}
+
+// ------------------------------------------------------------------ types and ops
+
+#ifdef GALLOC_GGML_SEED
+// The seed's (static) ggml_op_can_inplace: a subset of upstream's, which galloc follows.
+bool seed_op_can_inplace(ggml_op op) {
+  switch (op) {
+    case GGML_OP_SCALE: case GGML_OP_DIAG_MASK_ZERO: case GGML_OP_DIAG_MASK_INF:
+    case GGML_OP_ADD: case GGML_OP_ADD1: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV:
+    case GGML_OP_SQR: case GGML_OP_SQRT: case GGML_OP_LOG: case GGML_OP_UNARY:
+    case GGML_OP_ROPE: case GGML_OP_RMS_NORM: case GGML_OP_SOFT_MAX:
+      return true;
+    default:
+      return false;
+  }
+}
+#endif
+
+// ggml op -> galloc op, by name (the versions number their ops differently). The op only
+// matters to galloc for in-place reuse (and NONE, CPY, SET_ROWS, SET, ACC for views), so an op
+// galloc does not know becomes CUSTOM, which is never reused in place, as in both ggml
+// versions. In the seed build, ops the seed does not reuse in place but upstream does become
+// CUSTOM too, so that galloc's liveness walk makes the seed's decisions.
+struct OpTable {
+  std::array<galloc::Op, GGML_OP_COUNT> op{};
+  OpTable() {
+    for (int i = 0; i < GGML_OP_COUNT; ++i) {
+      const auto ggml = static_cast<ggml_op>(i);
+      galloc::Op mapped = galloc::op_from_name(ggml_op_name(ggml)).value_or(galloc::Op::Custom);
+#ifdef GALLOC_GGML_SEED
+      if (galloc::op_can_inplace(mapped) && !seed_op_can_inplace(ggml)) mapped = galloc::Op::Custom;
+#endif
+      op[static_cast<std::size_t>(i)] = mapped;
+    }
+  }
+};
+
+galloc::Op op_of(ggml_op op) {
+  static const OpTable table;
+  if (op < 0 || op >= GGML_OP_COUNT) return galloc::Op::Custom;
+  return table.op[static_cast<std::size_t>(op)];
+}
+
+// ggml type -> galloc type. galloc's DataType has ggml's numeric values; a type galloc does
+// not know (the seed's Q4_0_4_4 family, say) maps to a known type with the same block size
+// and block bytes, which is all the allocator reads from a type.
+struct TypeTable {
+  std::array<std::optional<galloc::DataType>, GGML_TYPE_COUNT> type{};
+  TypeTable() {
+    for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
+      const auto ggml = static_cast<ggml_type>(i);
+      const auto block = static_cast<std::int64_t>(ggml_blck_size(ggml));
+      const auto bytes = static_cast<Bytes>(ggml_type_size(ggml));
+      if (block <= 0) continue;  // a removed type
+      auto same = [&](galloc::DataType t) {
+        auto traits = galloc::data_type_traits(t);
+        return traits && traits->block_size == block && traits->type_size == bytes;
+      };
+      if (same(static_cast<galloc::DataType>(i))) {
+        type[static_cast<std::size_t>(i)] = static_cast<galloc::DataType>(i);
+        continue;
+      }
+      for (int j = 0; j < 256 && !type[static_cast<std::size_t>(i)]; ++j) {
+        if (same(static_cast<galloc::DataType>(j))) type[static_cast<std::size_t>(i)] = static_cast<galloc::DataType>(j);
+      }
+    }
+  }
+};
+
+std::optional<galloc::DataType> type_of(ggml_type type) {
+  static const TypeTable table;
+  if (type < 0 || type >= GGML_TYPE_COUNT) return std::nullopt;
+  return table.type[static_cast<std::size_t>(type)];
+}
+
+// ------------------------------------------------------------------ graph conversion
+
+// ggml tensor -> galloc id: open addressing on the pointer, like ggml's own hash set.
+class TensorIds {
+ public:
+  void clear(std::size_t expected) {
+    std::size_t capacity = 64;
+    while (capacity < 2 * expected + 16) capacity *= 2;
+    slots_.assign(capacity, Slot{});
+    size_ = 0;
+  }
+  // The id of `t`, or `next` (inserted) when `t` is new.
+  TensorId find_or_insert(const ggml_tensor* t, TensorId next) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    for (std::size_t i = index(t);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& slot = slots_[i];
+      if (slot.tensor == t) return slot.id;
+      if (slot.tensor == nullptr) {
+        slot = {t, next};
+        ++size_;
+        return next;
+      }
+    }
+  }
+  [[nodiscard]] TensorId at(const ggml_tensor* t) const {
+    for (std::size_t i = index(t);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].tensor == t) return slots_[i].id;
+      if (slots_[i].tensor == nullptr) return galloc::kNoTensor;
+    }
+  }
+
+ private:
+  struct Slot {
+    const ggml_tensor* tensor = nullptr;
+    TensorId id = galloc::kNoTensor;
+  };
+  [[nodiscard]] std::size_t index(const ggml_tensor* t) const {
+    const auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(t)) * 0x9e3779b97f4a7c15ull;
+    return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    size_ = 0;
+    for (const Slot& slot : old) {
+      if (slot.tensor != nullptr) find_or_insert(slot.tensor, slot.id);
+    }
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  std::size_t size_ = 0;
+};
+
+// A galloc graph and, per galloc tensor id, the ggml tensor it stands for.
+struct Converted {
+  galloc::Graph graph;
+  std::vector<ggml_tensor*> ggml;
+  TensorIds ids;
+
+  // graph.tensors keeps its elements (and their names' storage): fill_tensors overwrites them
+  void clear(std::size_t expected) {
+    graph.nodes.clear();
+    graph.leafs.clear();
+    ggml.clear();
+    ggml.reserve(expected);
+    ids.clear(expected);
+  }
+
+  TensorId add(ggml_tensor* t) {
+    const auto next = static_cast<TensorId>(ggml.size());
+    const TensorId id = ids.find_or_insert(t, next);
+    if (id == next) ggml.push_back(t);
+    return id;
+  }
+
+  // The ggml tensor behind a tensor of `graph` (nullptr for a tensor of another graph).
+  [[nodiscard]] ggml_tensor* ggml_of(const galloc::Tensor& tensor) const {
+    const galloc::Tensor* first = graph.tensors.data();
+    if (&tensor < first || &tensor >= first + graph.tensors.size()) return nullptr;
+    return ggml[static_cast<std::size_t>(&tensor - first)];
+  }
+};
+
+// has_memory follows what each caller of upstream treats as "already allocated".
+enum class MemoryRule {
+  kGraph,    // ggml_gallocr_is_allocated: data != NULL || buffer != NULL
+  kContext,  // ggml_backend_alloc_ctx_tensors_from_buft: data != NULL
+};
+
+galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) {
+  out.graph.tensors.resize(out.ggml.size());
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    const ggml_tensor* t = out.ggml[i];
+    galloc::Tensor& g = out.graph.tensors[i];
+    g.name.assign(t->name);
+    const auto type = type_of(t->type);
+    if (!type) {
+      return galloc::invalid_argument("tensor '" + g.name + "' has a type (" + std::to_string(t->type) +
+                                      ", " + (ggml_type_name(t->type) ? ggml_type_name(t->type) : "?") +
+                                      ") that galloc cannot represent");
+    }
+    g.type = *type;
+    for (int d = 0; d < galloc::kMaxDims; ++d) {
+      g.ne[static_cast<std::size_t>(d)] = t->ne[d];
+      g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
+    }
+    g.op = op_of(t->op);
+    for (int s = 0; s < galloc::kMaxSources; ++s) {
+      const ggml_tensor* src = with_sources && s < GGML_MAX_SRC ? t->src[s] : nullptr;
+      g.src[static_cast<std::size_t>(s)] = src == nullptr ? galloc::kNoTensor : out.ids.at(src);
+    }
+    g.view_src = t->view_src == nullptr ? galloc::kNoTensor : out.ids.at(t->view_src);
+    g.view_offs = static_cast<Bytes>(t->view_offs);
+    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.has_memory = rule == MemoryRule::kGraph ? (t->data != nullptr || t->buffer != nullptr) : t->data != nullptr;
+    g.data = t->data;
+  }
+  return galloc::Status::ok();
+}
+
+// Leafs get the first ids, then nodes, in list order; then every tensor they reach through
+// src and view_src, in the order they are found. The same graph topology gives the same ids.
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out) {
+  if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
+  out.clear(static_cast<std::size_t>(cgraph->n_nodes) + static_cast<std::size_t>(cgraph->n_leafs));
+  for (int i = 0; i < cgraph->n_leafs; ++i) {
+    if (cgraph->leafs[i] == nullptr) return galloc::invalid_argument("leaf " + std::to_string(i) + " is NULL");
+    out.graph.leafs.push_back(out.add(cgraph->leafs[i]));
+  }
+  for (int i = 0; i < cgraph->n_nodes; ++i) {
+    if (cgraph->nodes[i] == nullptr) return galloc::invalid_argument("node " + std::to_string(i) + " is NULL");
+    out.graph.nodes.push_back(out.add(cgraph->nodes[i]));
+  }
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    ggml_tensor* t = out.ggml[i];
+    for (int s = 0; s < GGML_MAX_SRC; ++s) {
+      if (t->src[s] != nullptr) out.add(t->src[s]);
+    }
+    if (t->view_src != nullptr) out.add(t->view_src);
+  }
+  return fill_tensors(out, MemoryRule::kGraph, /*with_sources=*/true);
+}
+
+// The tensors of a context, in context order (their ids are 0..n-1), plus the view sources
+// they reach (which may live in another context). No nodes or leafs.
+galloc::Status convert_context(ggml_context* ctx, Converted& out, std::size_t& n_context) {
+  out.clear(64);
+  for (ggml_tensor* t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) out.add(t);
+  n_context = out.ggml.size();
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    if (out.ggml[i]->view_src != nullptr) out.add(out.ggml[i]->view_src);
+  }
+  return fill_tensors(out, MemoryRule::kContext, /*with_sources=*/false);
+}
+
+// ------------------------------------------------------------------ buffer types
+
+// A ggml backend buffer as a galloc buffer; it frees the ggml buffer unless released.
+class GgmlBuffer final : public galloc::Buffer {
+ public:
+  GgmlBuffer(const galloc::BufferType& type, ggml_backend_buffer_t buffer) : type_(type), buffer_(buffer) {}
+  ~GgmlBuffer() override {
+    if (buffer_ != nullptr) ggml_backend_buffer_free(buffer_);
+  }
+  GgmlBuffer(const GgmlBuffer&) = delete;
+  GgmlBuffer& operator=(const GgmlBuffer&) = delete;
+
+  std::byte* base() override { return static_cast<std::byte*>(ggml_backend_buffer_get_base(buffer_)); }
+  [[nodiscard]] Bytes size() const override { return ggml_backend_buffer_get_size(buffer_); }
+  [[nodiscard]] const galloc::BufferType& type() const override { return type_; }
+
+  [[nodiscard]] ggml_backend_buffer_t handle() const { return buffer_; }
+  ggml_backend_buffer_t release() { return std::exchange(buffer_, nullptr); }
+
+ private:
+  const galloc::BufferType& type_;
+  ggml_backend_buffer_t buffer_;
+};
+
+ggml_backend_buffer_t handle_of(galloc::Buffer* buffer) { return static_cast<GgmlBuffer*>(buffer)->handle(); }
+
+// A ggml buffer type as a galloc buffer type. alloc_size asks ggml about the ggml tensor
+// behind the galloc tensor (devices pad by op and type), found through `tensors`.
+class GgmlBufferType final : public galloc::BufferType {
+ public:
+  GgmlBufferType(ggml_backend_buffer_type_t buft, const Converted* tensors, bool compute_usage)
+      : buft_(buft), tensors_(tensors), compute_usage_(compute_usage) {}
+
+  [[nodiscard]] std::string name() const override {
+    const char* n = ggml_backend_buft_name(buft_);
+    return n != nullptr ? n : "?";
+  }
+  [[nodiscard]] Bytes alignment() const override { return ggml_backend_buft_get_alignment(buft_); }
+  [[nodiscard]] Bytes max_size() const override { return ggml_backend_buft_get_max_size(buft_); }
+  [[nodiscard]] Bytes alloc_size(const galloc::Tensor& tensor) const override {
+    if (ggml_tensor* t = tensors_ != nullptr ? tensors_->ggml_of(tensor) : nullptr) {
+      return ggml_backend_buft_get_alloc_size(buft_, t);
+    }
+    // Not one of the converted tensors (galloc never does this today): ask about a stand-in.
+    ggml_tensor stand_in{};
+    stand_in.type = static_cast<ggml_type>(tensor.type);
+    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+      stand_in.ne[d] = tensor.ne[static_cast<std::size_t>(d)];
+      stand_in.nb[d] = static_cast<std::size_t>(tensor.nb[static_cast<std::size_t>(d)]);
+    }
+    return ggml_backend_buft_get_alloc_size(buft_, &stand_in);
+  }
+  [[nodiscard]] galloc::Result<std::unique_ptr<galloc::Buffer>> allocate(Bytes size) const override {
+    ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft_, static_cast<std::size_t>(size));
+    if (buffer == nullptr) {
+      return galloc::out_of_memory("failed to allocate " + name() + " buffer of size " + std::to_string(size));
+    }
+    if (compute_usage_) ggml_backend_buffer_set_usage(buffer, GGML_BACKEND_BUFFER_USAGE_COMPUTE);
+    try {
+      return std::unique_ptr<galloc::Buffer>(std::make_unique<GgmlBuffer>(*this, buffer));
+    } catch (...) {
+      ggml_backend_buffer_free(buffer);
+      throw;
+    }
+  }
+
+  [[nodiscard]] ggml_backend_buffer_type_t buft() const { return buft_; }
+
+ private:
+  ggml_backend_buffer_type_t buft_;
+  const Converted* tensors_;
+  bool compute_usage_;
+};
+
+// ------------------------------------------------------------------ options from the environment
+
+galloc::GraphAllocatorOptions options_from_env() {
+  galloc::GraphAllocatorOptions options;
+  options.placement.strategy = galloc::Strategy::kBest;
+  const char* name = std::getenv("GALLOC_STRATEGY");
+  if (name != nullptr && *name != '\0') {
+    auto strategy = galloc::strategy_from_name(name);
+    if (strategy) {
+      options.placement.strategy = *strategy;
+    } else {
+      GGML_LOG_ERROR("ggml_gallocr_new_n: GALLOC_STRATEGY: %s; using best\n", strategy.status().message().c_str());
+    }
+  }
+  return options;
+}
+
+std::string dump_dir_from_env() {
+  const char* dir = std::getenv("GALLOC_DUMP");
+  return dir != nullptr ? dir : "";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ ggml_gallocr
+
+struct ggml_gallocr {
+  std::vector<ggml_backend_buffer_type_t> bufts;        // per buffer id
+  std::vector<std::unique_ptr<GgmlBufferType>> types;   // per distinct buffer type
+  Converted current;                                    // the graph being planned or allocated
+  std::unique_ptr<galloc::GraphAllocator> allocator;
+  std::string dump_dir;
+  int dumps = 0;
+};
+
+namespace {
+
+galloc::BufferAssignment assignment_of(const ggml_cgraph* graph, const int* node_buffer_ids,
+                                       const int* leaf_buffer_ids) {
+  static_assert(std::is_same_v<BufferId, int>);
+  galloc::BufferAssignment assignment;
+  if (node_buffer_ids != nullptr) assignment.node_buffer_ids = {node_buffer_ids, static_cast<std::size_t>(graph->n_nodes)};
+  if (leaf_buffer_ids != nullptr) assignment.leaf_buffer_ids = {leaf_buffer_ids, static_cast<std::size_t>(graph->n_leafs)};
+  return assignment;
+}
+
+// GALLOC_DUMP=DIR: the graph just reserved, with its buffer types and buffer ids, as a galloc
+// graph file DIR/ggml-<allocator>-<n>.json. Buffer types are described by name, alignment and
+// max size; a device's per-tensor alloc size cannot be written down, so the file assumes none.
+void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const char* function) {
+  if (galloc->dump_dir.empty()) return;
+#ifdef GALLOC_DROPIN_HAVE_JSON
+  galloc::GraphFile file;
+  file.graph = galloc->current.graph;
+  for (const auto& type : galloc->types) {
+    file.buffer_types.push_back({type->name(), type->alignment(), type->max_size(), 0});
+  }
+  for (ggml_backend_buffer_type_t buft : galloc->bufts) {
+    for (std::size_t t = 0; t < galloc->types.size(); ++t) {
+      if (galloc->types[t]->buft() == buft) file.buffer_type_of_id.push_back(static_cast<int>(t));
+    }
+  }
+  file.node_buffer_ids.assign(assignment.node_buffer_ids.begin(), assignment.node_buffer_ids.end());
+  file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
+  std::error_code ec;
+  std::filesystem::create_directories(galloc->dump_dir, ec);
+  char name[64];
+  std::snprintf(name, sizeof name, "ggml-%p-%04d.json", static_cast<void*>(galloc), galloc->dumps++);
+  const std::string path = (std::filesystem::path(galloc->dump_dir) / name).string();
+  if (galloc::Status s = galloc::write_graph_file(path, file); !s) log_error(function, s);
+#else
+  (void)assignment;
+  if (galloc->dumps++ == 0) {
+    GGML_LOG_ERROR("%s: GALLOC_DUMP is set, but this drop-in was built without galloc's graph files\n", function);
+  }
+#endif
+}
+
+bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buffer_ids, const int* leaf_buffer_ids,
+                  const char* function) {
+  if (galloc == nullptr) {
+    GGML_LOG_ERROR("%s: the allocator is NULL\n", function);
+    return false;
+  }
+  if (galloc::Status s = convert_graph(graph, galloc->current); !s) {
+    log_error(function, s);
+    return false;
+  }
+  const galloc::BufferAssignment assignment = assignment_of(graph, node_buffer_ids, leaf_buffer_ids);
+  galloc::Status s = galloc->allocator->reserve(galloc->current.graph, assignment);
+  if (!s) {
+    log_error(function, s);
+    return false;
+  }
+  dump_graph(galloc, assignment, function);
+  return true;
+}
+
+// ggml_gallocr_init_tensor: views take their address from their source's buffer; tensors
+// without memory get the planned address. chunks: per buffer id, its backend buffers.
+bool init_tensor(ggml_gallocr* galloc, const std::vector<std::vector<galloc::Buffer*>>& chunks, TensorId id) {
+  ggml_tensor* tensor = galloc->current.ggml[static_cast<std::size_t>(id)];
+  if (tensor->view_src != nullptr) {
+    if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) view_init(tensor);
+    return true;
+  }
+  if (tensor->data != nullptr) return true;
+  const galloc::TensorPlacement& slot = galloc->allocator->plan()->tensors[static_cast<std::size_t>(id)];
+  if (!slot.planned()) {
+    // Only a tensor with a buffer but no data gets here: upstream would abort in
+    // ggml_backend_tensor_alloc.
+    GGML_LOG_ERROR("ggml_gallocr_alloc_graph: tensor %s has a buffer but no data; cannot allocate it\n",
+                   tensor->name);
+    return false;
+  }
+  galloc::Buffer* chunk = chunks[static_cast<std::size_t>(slot.buffer)][static_cast<std::size_t>(slot.chunk)];
+  tensor_alloc(handle_of(chunk), tensor, chunk->base() + slot.offset);
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t* bufts, int n_bufs) {
+  try {
+    auto galloc = std::make_unique<ggml_gallocr>();
+    std::vector<const galloc::BufferType*> per_id;
+    for (int i = 0; i < n_bufs; ++i) {
+      galloc->bufts.push_back(bufts[i]);
+      // the same buffer type used several times shares one allocator and one buffer
+      GgmlBufferType* type = nullptr;
+      for (const auto& existing : galloc->types) {
+        if (existing->buft() == bufts[i]) type = existing.get();
+      }
+      if (type == nullptr) {
+        galloc->types.push_back(std::make_unique<GgmlBufferType>(bufts[i], &galloc->current, true));
+        type = galloc->types.back().get();
+      }
+      per_id.push_back(type);
+    }
+    galloc->allocator = std::make_unique<galloc::GraphAllocator>(std::move(per_id), options_from_env());
+    galloc->dump_dir = dump_dir_from_env();
+    return galloc.release();
+  } catch (...) {
+    log_exception(__func__);
+    return nullptr;
+  }
+}
+
+ggml_gallocr_t ggml_gallocr_new(ggml_backend_buffer_type_t buft) { return ggml_gallocr_new_n(&buft, 1); }
+
+void ggml_gallocr_free(ggml_gallocr_t galloc) { delete galloc; }
+
+bool ggml_gallocr_reserve_n(ggml_gallocr_t galloc, struct ggml_cgraph* graph, const int* node_buffer_ids,
+                            const int* leaf_buffer_ids) {
+  try {
+    return reserve_impl(galloc, graph, node_buffer_ids, leaf_buffer_ids, __func__);
+  } catch (...) {
+    log_exception(__func__);
+    return false;
+  }
+}
+
+bool ggml_gallocr_reserve(ggml_gallocr_t galloc, struct ggml_cgraph* graph) {
+  return ggml_gallocr_reserve_n(galloc, graph, nullptr, nullptr);
+}
+
+#ifndef GALLOC_GGML_SEED
+void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph* graph, const int* node_buffer_ids,
+                                 const int* leaf_buffer_ids, size_t* sizes) {
+  if (galloc == nullptr) return;
+  std::fill(sizes, sizes + galloc->bufts.size(), 0);
+  try {
+    if (galloc::Status s = convert_graph(graph, galloc->current); !s) {
+      log_error(__func__, s);
+      return;
+    }
+    auto measured = galloc->allocator->measure(galloc->current.graph,
+                                               assignment_of(graph, node_buffer_ids, leaf_buffer_ids));
+    if (!measured) {
+      log_error(__func__, measured.status());
+      return;
+    }
+    for (std::size_t i = 0; i < measured->size() && i < galloc->bufts.size(); ++i) {
+      sizes[i] = static_cast<size_t>((*measured)[i]);
+    }
+  } catch (...) {
+    log_exception(__func__);
+  }
+}
+#endif
+
+bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) {
+  try {
+    if (galloc == nullptr) {
+      GGML_LOG_ERROR("%s: the allocator is NULL\n", __func__);
+      return false;
+    }
+    if (galloc::Status s = convert_graph(graph, galloc->current); !s) {
+      log_error(__func__, s);
+      return false;
+    }
+    galloc::Graph& g = galloc->current.graph;
+    const bool reserving = !galloc->dump_dir.empty() && galloc->allocator->needs_reserve(g);
+    if (galloc::Status s = galloc->allocator->alloc(g); !s) {
+      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1) {
+        // several buffers: the caller must reserve with the buffer ids first (upstream's false)
+#ifndef NDEBUG
+        GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
+#endif
+        return false;
+      }
+      log_error(__func__, s);
+      return false;
+    }
+    if (reserving) dump_graph(galloc, {}, __func__);
+
+    // reset buffers
+    std::vector<std::vector<galloc::Buffer*>> chunks(galloc->bufts.size());
+    for (std::size_t b = 0; b < chunks.size(); ++b) {
+      chunks[b] = galloc->allocator->chunks(static_cast<BufferId>(b));
+      for (galloc::Buffer* chunk : chunks[b]) ggml_backend_buffer_reset(handle_of(chunk));
+    }
+    // leafs, then per node its sources and the node, as upstream
+    for (TensorId leaf : g.leafs) {
+      if (!init_tensor(galloc, chunks, leaf)) return false;
+    }
+    for (TensorId node : g.nodes) {
+      for (TensorId src : g[node].src) {
+        if (src != galloc::kNoTensor && !init_tensor(galloc, chunks, src)) return false;
+      }
+      if (!init_tensor(galloc, chunks, node)) return false;
+    }
+    return true;
+  } catch (...) {
+    log_exception(__func__);
+    return false;
+  }
+}
+
+size_t ggml_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id) {
+  if (galloc == nullptr || buffer_id < 0 || static_cast<std::size_t>(buffer_id) >= galloc->bufts.size()) {
+    GGML_LOG_ERROR("%s: buffer id %d is out of range\n", __func__, buffer_id);
+    return 0;
+  }
+  auto size = galloc->allocator->buffer_size(buffer_id);
+  return size ? static_cast<size_t>(*size) : 0;
+}
+
+// ------------------------------------------------------------------ ggml_tallocr
+
+struct ggml_tallocr ggml_tallocr_new(ggml_backend_buffer_t buffer) {
+  void* base = ggml_backend_buffer_get_base(buffer);
+  const size_t align = ggml_backend_buffer_get_alignment(buffer);
+  GGML_ASSERT(galloc::is_power_of_two(align));
+  const size_t misalignment = reinterpret_cast<std::uintptr_t>(base) % align;
+  struct ggml_tallocr talloc = {buffer, base, align, (align - misalignment) % align};
+  return talloc;
+}
+
+}  // extern "C"
+
+namespace {
+
+// The rest of a ggml_tallocr's buffer as a galloc buffer, for galloc::LinearAllocator.
+class TallocrType final : public galloc::BufferType {
+ public:
+  TallocrType(const ggml_tallocr& talloc, const ggml_tensor* tensor) : talloc_(talloc), tensor_(tensor) {}
+  [[nodiscard]] std::string name() const override {
+    const char* n = ggml_backend_buffer_name(talloc_.buffer);
+    return n != nullptr ? n : "?";
+  }
+  [[nodiscard]] Bytes alignment() const override { return talloc_.alignment; }
+  [[nodiscard]] Bytes alloc_size(const galloc::Tensor&) const override {
+    return ggml_backend_buffer_get_alloc_size(talloc_.buffer, const_cast<ggml_tensor*>(tensor_));
+  }
+  [[nodiscard]] galloc::Result<std::unique_ptr<galloc::Buffer>> allocate(Bytes) const override {
+    return galloc::internal_error("a ggml_tallocr does not allocate buffers");
+  }
+
+ private:
+  const ggml_tallocr& talloc_;
+  const ggml_tensor* tensor_;
+};
+
+class TallocrRest final : public galloc::Buffer {
+ public:
+  TallocrRest(const ggml_tallocr& talloc, const TallocrType& type) : talloc_(talloc), type_(type) {}
+  std::byte* base() override { return static_cast<std::byte*>(talloc_.base) + talloc_.offset; }
+  [[nodiscard]] Bytes size() const override {
+    const size_t total = ggml_backend_buffer_get_size(talloc_.buffer);
+    return total > talloc_.offset ? total - talloc_.offset : 0;
+  }
+  [[nodiscard]] const galloc::BufferType& type() const override { return type_; }
+
+ private:
+  const ggml_tallocr& talloc_;
+  const TallocrType& type_;
+};
+
+}  // namespace
+
+extern "C" {
+
+#ifdef GALLOC_GGML_SEED
+void ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_tensor* tensor) {
+#else
+enum ggml_status ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_tensor* tensor) {
+#endif
+  void* addr = nullptr;
+  try {
+    TallocrType type(*talloc, tensor);
+    TallocrRest rest(*talloc, type);
+    galloc::LinearAllocator linear(rest);
+    galloc::Tensor placed;
+    placed.name = tensor->name;
+    if (galloc::Status s = linear.allocate(placed); !s) {
+      log_error(__func__, s);
+#ifdef GALLOC_GGML_SEED
+      // The seed's API returns nothing, so a full buffer cannot be reported: abort as it does.
+      GGML_ABORT("not enough space in the buffer");
+#else
+      // Upstream aborts; its API has a status, so galloc reports the failure instead.
+      return GGML_STATUS_ALLOC_FAILED;
+#endif
+    }
+    addr = placed.data;
+    talloc->offset += static_cast<size_t>(linear.offset());
+  } catch (...) {
+    log_exception(__func__);
+#ifdef GALLOC_GGML_SEED
+    GGML_ABORT("ggml_tallocr_alloc failed");
+#else
+    return GGML_STATUS_ALLOC_FAILED;
+#endif
+  }
+  GGML_ASSERT(reinterpret_cast<std::uintptr_t>(addr) % talloc->alignment == 0);
+#ifdef GALLOC_GGML_SEED
+  tensor_alloc(talloc->buffer, tensor, addr);
+#else
+  return tensor_alloc(talloc->buffer, tensor, addr);
+#endif
+}
+
+}  // extern "C"
+
+// ------------------------------------------------------------------ context tensors
+
+namespace {
+
+ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_type_t buft, size_t* nbytes_total,
+                                        bool no_alloc, const char* function) {
+  *nbytes_total = 0;
+  if (!ggml_get_no_alloc(ctx)) {
+    GGML_LOG_ERROR("%s: the context must be created with no_alloc = true\n", function);
+    return nullptr;
+  }
+  Converted converted;
+  std::size_t n = 0;
+  if (galloc::Status s = convert_context(ctx, converted, n); !s) {
+    log_error(function, s);
+    return nullptr;
+  }
+  GgmlBufferType type(buft, &converted, /*compute_usage=*/false);
+  std::vector<TensorId> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<TensorId>(i);
+
+  if constexpr (kSeed) {
+    // the seed refuses a tensor above the max size instead of giving it a buffer of its own
+    const Bytes alignment = type.alignment();
+    const Bytes max_size = type.max_size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const ggml_tensor* t = converted.ggml[i];
+      if (t->data != nullptr || t->view_src != nullptr) continue;
+      const Bytes size = galloc::align_up(type.alloc_size(converted.graph.tensors[i]), alignment);
+      if (size > max_size) {
+        GGML_LOG_ERROR("%s: tensor %s is too large to fit in a %s buffer (tensor size: %zu, max buffer size: %zu)\n",
+                       function, t->name, ggml_backend_buft_name(buft), static_cast<size_t>(size),
+                       static_cast<size_t>(max_size));
+        return nullptr;
+      }
+    }
+  }
+
+  if (no_alloc) {
+    *nbytes_total = static_cast<size_t>(galloc::context_allocation_size(converted.graph, ids, type));
+    return nullptr;
+  }
+  auto allocation = galloc::allocate_context_tensors(converted.graph, ids, type);
+  if (!allocation) {
+    log_error(function, allocation.status());
+    return nullptr;
+  }
+  *nbytes_total = static_cast<size_t>(allocation->total_size);
+  std::vector<std::unique_ptr<galloc::Buffer>>& buffers = allocation->buffers;
+  if (buffers.empty()) {
+#ifndef NDEBUG
+    GGML_LOG_DEBUG("%s: all tensors in the context are already allocated\n", function);
+#endif
+    return nullptr;
+  }
+
+  // Hand the addresses to ggml in context order; buffers follow the same order.
+  std::size_t current = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ggml_tensor* t = converted.ggml[i];
+    ggml_status status = GGML_STATUS_SUCCESS;
+    if (t->data == nullptr) {
+      if (t->view_src == nullptr) {
+        auto* addr = static_cast<std::byte*>(converted.graph.tensors[i].data);
+        // empty tensors after the last buffer are left alone, as upstream leaves them
+        if (addr == nullptr) continue;
+        const Bytes size = ggml_backend_buft_get_alloc_size(buft, t);
+        auto holds = [&](std::size_t b) {
+          std::byte* base = buffers[b]->base();
+          const Bytes capacity = buffers[b]->size();
+          if (addr < base) return false;
+          const auto offset = static_cast<Bytes>(addr - base);
+          return offset <= capacity && size <= capacity - offset;
+        };
+        while (current < buffers.size() && !holds(current)) ++current;
+        if (current == buffers.size()) {
+          log_error(function, galloc::internal_error("tensor " + std::string(t->name) +
+                                                     " was placed outside every buffer"));
+          return nullptr;
+        }
+        status = tensor_alloc(handle_of(buffers[current].get()), t, addr);
+      } else if (t->buffer == nullptr) {
+        status = view_init(t);
+      }
+    } else if (t->view_src != nullptr && t->buffer == nullptr) {
+      status = view_init(t);  // view of a pre-allocated tensor
+    }
+    if (status != GGML_STATUS_SUCCESS) {
+      GGML_LOG_ERROR("%s: failed to initialize tensor %s\n", function, t->name);
+      return nullptr;
+    }
+  }
+
+  std::vector<ggml_backend_buffer_t> handles;
+  for (auto& buffer : buffers) handles.push_back(static_cast<GgmlBuffer*>(buffer.get())->release());
+  if (handles.size() == 1) return handles[0];
+  return ggml_backend_multi_buffer_alloc_buffer(handles.data(), handles.size());
+}
+
+}  // namespace
+
+extern "C" {
+
+#ifndef GALLOC_GGML_SEED
+size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context* ctx, ggml_backend_buffer_type_t buft) {
+  size_t nbytes_total = 0;
+  try {
+    alloc_ctx_tensors(ctx, buft, &nbytes_total, /*no_alloc=*/true, __func__);
+  } catch (...) {
+    log_exception(__func__);
+    return 0;
+  }
+  return nbytes_total;
+}
+#endif
+
+ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context* ctx, ggml_backend_buffer_type_t buft) {
+#ifndef GALLOC_GGML_SEED
+  if (ggml_backend_buft_is_meta(buft)) return ggml_backend_meta_alloc_ctx_tensors_from_buft(ctx, buft);
+#endif
+  size_t nbytes_total = 0;
+  try {
+    return alloc_ctx_tensors(ctx, buft, &nbytes_total, /*no_alloc=*/false, __func__);
+  } catch (...) {
+    log_exception(__func__);
+    return nullptr;
+  }
+}
+
+ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(struct ggml_context* ctx, ggml_backend_t backend) {
+  return ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_get_default_buffer_type(backend));
+}
+
+#ifndef GALLOC_GGML_SEED
+// ggml-impl.h: true if the operation can reuse memory from its sources.
+bool ggml_op_can_inplace(enum ggml_op op) { return galloc::op_can_inplace(op_of(op)); }
+#endif
+
+}  // extern "C"

@@ -1,0 +1,36 @@
+# GALLOC_DUMP: runs one case of the galloc build of dropin_graphs with GALLOC_DUMP=OUT/dump
+# and GALLOC_STRATEGY=ggml, then re-plans the graph file it wrote with dump_check: one file,
+# whose buffer 0 needs exactly the compute buffer the drop-in reported.
+#
+# cmake -DGALLOC=exe -DCHECK=dump_check -DOUT=dir -DCASE=whisper -P dump.cmake
+foreach(var GALLOC CHECK OUT CASE)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "dump.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${OUT}/dump")
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env "GALLOC_DUMP=${OUT}/dump" GALLOC_STRATEGY=ggml "${GALLOC}" "${CASE}"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT err STREQUAL "")
+  message(FATAL_ERROR "${GALLOC} ${CASE} failed (${rc}):\n${out}\n${err}")
+endif()
+if(NOT out MATCHES "size ${CASE}\\.compute_buffer ([0-9]+)")
+  message(FATAL_ERROR "no compute buffer size in:\n${out}")
+endif()
+set(expected "${CMAKE_MATCH_1}")
+file(GLOB files "${OUT}/dump/*.json")
+list(LENGTH files n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "expected one graph file in ${OUT}/dump, found ${n}")
+endif()
+execute_process(COMMAND "${CHECK}" "${OUT}/dump" OUTPUT_VARIABLE check ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "dump_check failed:\n${err}")
+endif()
+if(NOT check MATCHES "buffer0 ([0-9]+)")
+  message(FATAL_ERROR "dump_check printed no size:\n${check}")
+endif()
+if(NOT CMAKE_MATCH_1 EQUAL expected)
+  message(FATAL_ERROR "the dumped graph needs ${CMAKE_MATCH_1} bytes, the drop-in reserved ${expected}")
+endif()
+message(STATUS "${CASE}: the dumped graph plans to ${expected} bytes, as the drop-in reserved")

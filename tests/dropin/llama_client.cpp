@@ -1,0 +1,207 @@
+// The real client: llama.cpp (from llama.rn's sources) decoding with a tiny llama model of
+// random weights, linked once against stock ggml and once against galloc's drop-in. The
+// model is written here with gguf's API (tokenizer.ggml.model = no_vocab, so token ids go in
+// directly). Reports in the format of dropin_graphs.cpp (see compare.cmake): the logits of a
+// prompt and of every generated token must be bit-identical, the compute buffers no larger.
+//
+// The program is linked with -Wl,--wrap=ggml_backend_sched_get_buffer_size so that it sees
+// the exact compute buffer sizes llama.cpp reads from its scheduler.
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "gguf.h"
+#include "llama.h"
+
+extern "C" size_t __real_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
+
+namespace {
+
+// the latest compute buffer size llama.cpp read, per backend name
+std::map<std::string, size_t>& compute_sizes() {
+  static std::map<std::string, size_t> sizes;
+  return sizes;
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "llama_client: %s\n", what.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+struct Rng {
+  std::uint64_t s;
+  explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}
+  float uniform(float scale) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return (static_cast<float>(s >> 40) / 16777216.0f - 0.5f) * 2.0f * scale;
+  }
+};
+
+constexpr int kVocab = 128, kEmbd = 64, kHead = 4, kHeadKv = 2, kFf = 160, kLayers = 2, kCtxTrain = 256;
+
+void write_model(const std::string& path) {
+  gguf_context* g = gguf_init_empty();
+  gguf_set_val_str(g, "general.architecture", "llama");
+  gguf_set_val_str(g, "general.name", "galloc-tiny-llama");
+  gguf_set_val_u32(g, "llama.context_length", kCtxTrain);
+  gguf_set_val_u32(g, "llama.embedding_length", kEmbd);
+  gguf_set_val_u32(g, "llama.block_count", kLayers);
+  gguf_set_val_u32(g, "llama.feed_forward_length", kFf);
+  gguf_set_val_u32(g, "llama.attention.head_count", kHead);
+  gguf_set_val_u32(g, "llama.attention.head_count_kv", kHeadKv);
+  gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_set_val_u32(g, "llama.rope.dimension_count", kEmbd / kHead);
+  gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
+  gguf_set_val_u32(g, "llama.vocab_size", kVocab);
+  gguf_set_val_str(g, "tokenizer.ggml.model", "no_vocab");
+
+  const int head_dim = kEmbd / kHead;
+  ggml_init_params params{};
+  params.mem_size = 64 * 1024 * 1024;
+  params.no_alloc = false;
+  ggml_context* ctx = ggml_init(params);
+  Rng rng(42);
+  auto add = [&](const std::string& name, ggml_type type, std::int64_t ne0, std::int64_t ne1, float scale) {
+    ggml_tensor* t = ne1 == 0 ? ggml_new_tensor_1d(ctx, type, ne0) : ggml_new_tensor_2d(ctx, type, ne0, ne1);
+    ggml_set_name(t, name.c_str());
+    const std::int64_t n = ggml_nelements(t);
+    if (type == GGML_TYPE_F32) {
+      auto* f = static_cast<float*>(t->data);
+      for (std::int64_t i = 0; i < n; ++i) f[i] = ne1 == 0 ? 1.0f + rng.uniform(0.1f) : rng.uniform(scale);
+    } else {
+      auto* h = static_cast<ggml_fp16_t*>(t->data);
+      for (std::int64_t i = 0; i < n; ++i) h[i] = ggml_fp32_to_fp16(rng.uniform(scale));
+    }
+    gguf_add_tensor(g, t);
+  };
+  add("token_embd.weight", GGML_TYPE_F32, kEmbd, kVocab, 0.5f);
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", GGML_TYPE_F32, kEmbd, 0, 0);
+    add(b + "attn_q.weight", GGML_TYPE_F16, kEmbd, kEmbd, 0.2f);
+    add(b + "attn_k.weight", GGML_TYPE_F16, kEmbd, kHeadKv * head_dim, 0.2f);
+    add(b + "attn_v.weight", GGML_TYPE_F32, kEmbd, kHeadKv * head_dim, 0.2f);
+    add(b + "attn_output.weight", GGML_TYPE_F32, kEmbd, kEmbd, 0.2f);
+    add(b + "ffn_norm.weight", GGML_TYPE_F32, kEmbd, 0, 0);
+    add(b + "ffn_gate.weight", GGML_TYPE_F16, kEmbd, kFf, 0.2f);
+    add(b + "ffn_up.weight", GGML_TYPE_F32, kEmbd, kFf, 0.2f);
+    add(b + "ffn_down.weight", GGML_TYPE_F32, kFf, kEmbd, 0.2f);
+  }
+  add("output_norm.weight", GGML_TYPE_F32, kEmbd, 0, 0);
+  add("output.weight", GGML_TYPE_F16, kEmbd, kVocab, 0.3f);
+  if (!gguf_write_to_file(g, path.c_str(), false)) fail("cannot write " + path);
+  gguf_free(g);
+  ggml_free(ctx);
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+int argmax(const float* logits) {
+  int best = 0;
+  for (int i = 1; i < kVocab; ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  return best;
+}
+
+// A prompt, then tokens generated one at a time (greedy), then a second, longer prompt.
+void run(llama_model* model, const char* label, enum llama_flash_attn_type flash_attn) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = 128;
+  cp.n_batch = 32;
+  cp.n_ubatch = 32;
+  cp.n_seq_max = 1;
+  cp.n_threads = 2;
+  cp.n_threads_batch = 2;
+  cp.no_perf = true;
+  cp.flash_attn_type = flash_attn;
+  compute_sizes().clear();
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (ctx == nullptr) fail("llama_init_from_model");
+  const std::string key = std::string("llama_cpp.") + label;
+  for (const auto& [backend, size] : compute_sizes()) std::printf("size %s.reserved.%s %zu\n", key.c_str(), backend.c_str(), size);
+
+  llama_batch batch = llama_batch_init(32, 0, 1);
+  int n_past = 0;
+  auto decode = [&](const std::vector<llama_token>& tokens, const std::string& step) {
+    batch.n_tokens = 0;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      batch.token[i] = tokens[i];
+      batch.pos[i] = n_past + static_cast<llama_pos>(i);
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = i + 1 == tokens.size();
+      batch.n_tokens++;
+    }
+    if (llama_decode(ctx, batch) != 0) fail("llama_decode " + step);
+    n_past += static_cast<int>(tokens.size());
+    const float* logits = llama_get_logits_ith(ctx, -1);
+    for (int i = 0; i < kVocab; ++i) {
+      if (!std::isfinite(logits[i])) fail("non-finite logits");
+    }
+    std::printf("exact %s.%s.logits %s\n", key.c_str(), step.c_str(), hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
+    return argmax(logits);
+  };
+  int next = decode({1, 17, 33, 5, 99, 120, 64, 2, 77}, "prompt9");
+  for (int i = 0; i < 4; ++i) next = decode({next}, "gen" + std::to_string(i));
+  std::vector<llama_token> second;
+  for (int i = 0; i < 21; ++i) second.push_back((i * 37 + 11) % kVocab);
+  next = decode(second, "prompt21");
+  decode({next}, "gen_after");
+  for (const auto& [backend, size] : compute_sizes()) std::printf("size %s.final.%s %zu\n", key.c_str(), backend.c_str(), size);
+  llama_batch_free(batch);
+  llama_free(ctx);
+}
+
+}  // namespace
+
+extern "C" size_t __wrap_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend) {
+  const size_t size = __real_ggml_backend_sched_get_buffer_size(sched, backend);
+  compute_sizes()[ggml_backend_name(backend)] = size;
+  return size;
+}
+
+int main(int argc, char** argv) {
+  const std::string path = argc > 1 ? argv[1] : "tiny-llama.gguf";
+  llama_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+  llama_backend_init();
+  write_model(path);
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.progress_callback = [](float, void*) { return true; };  // no progress dots
+  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
+  if (model == nullptr) fail("cannot load " + path);
+  run(model, "attn", LLAMA_FLASH_ATTN_TYPE_DISABLED);
+  run(model, "flash_attn", LLAMA_FLASH_ATTN_TYPE_ENABLED);
+  llama_model_free(model);
+  llama_backend_free();
+  std::printf("done\n");
+  return 0;
+}
