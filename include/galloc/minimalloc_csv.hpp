@@ -68,6 +68,14 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const
 // solution read from a file can be validated; kInvalidArgument when a row has no offset.
 [[nodiscard]] Result<Placement> given_placement(const CsvProblem& problem);
 
+// The exact search (place_exact in placement.hpp) on a MiniMalloc problem, ranking buffers by
+// how long they live in the file's own times instead of in steps, which are all a Lifetimes
+// keeps. MiniMalloc's orders are made for those times: on its challenging benchmarks they
+// decide between well under a second and no solution at all. Defined with the search, in
+// src/strategies/exact.cpp.
+[[nodiscard]] Result<Placement> place_exact(const CsvProblem& problem, const Placement& start,
+                                            const ExactOptions& options);
+
 // The capacity MiniMalloc's benchmark files carry in their name: "A.1048576.csv" -> 1048576.
 [[nodiscard]] std::optional<Bytes> capacity_from_file_name(const std::filesystem::path& path);
 
