@@ -138,6 +138,7 @@ const char* galloc_status_name(galloc_status status) {
     case GALLOC_ERROR_FAILED_PRECONDITION: return "failed precondition";
     case GALLOC_ERROR_DEADLINE_EXCEEDED: return "deadline exceeded";
     case GALLOC_ERROR_INTERNAL: return "internal error";
+    default: break;
   }
   return "unknown status";
 }

@@ -151,7 +151,11 @@ std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes, const
 
   // Sweep over time; the live extents of a chunk are kept by start address, so a new extent
   // only has to be checked against its neighbours.
-  for (auto& [key, extents] : groups) {
+  // No structured bindings here: the lambda below captures them, which clang 14 (the fuzz
+  // build) cannot do.
+  for (auto& group : groups) {
+    const auto& key = group.first;
+    auto& extents = group.second;
     std::vector<std::pair<Step, std::size_t>> starts;
     std::vector<std::pair<Step, std::size_t>> ends;
     for (std::size_t i = 0; i < extents.size(); ++i) {

@@ -31,7 +31,11 @@ typedef enum galloc_status {
   GALLOC_ERROR_INFEASIBLE = 3,
   GALLOC_ERROR_FAILED_PRECONDITION = 4,
   GALLOC_ERROR_DEADLINE_EXCEEDED = 5,
-  GALLOC_ERROR_INTERNAL = 6
+  GALLOC_ERROR_INTERNAL = 6,
+  /* Not statuses: they give the enum the range of int in C++ too, so any int a C caller
+     passes (say to galloc_status_name) is a valid value there (as Vulkan's *_MAX_ENUM do). */
+  GALLOC_STATUS_MIN_ENUM_ = -2147483647 - 1,
+  GALLOC_STATUS_MAX_ENUM_ = 2147483647
 } galloc_status;
 
 enum { GALLOC_MAX_DIMS = 4, GALLOC_MAX_SRC = 10 };
