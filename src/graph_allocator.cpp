@@ -173,7 +173,9 @@ Status GraphAllocator::alloc(Graph& graph) {
     tensor.data = chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset;
   }
   for (Tensor& tensor : graph.tensors) {
-    if (!tensor.is_view() || tensor.has_memory) continue;
+    // The fingerprint covers the nodes' view sources only; a tensor outside the lists may
+    // name anything, so check before following it.
+    if (!tensor.is_view() || tensor.has_memory || !graph.contains(tensor.view_src)) continue;
     const Tensor& source = graph[tensor.view_src];
     tensor.data = source.data == nullptr ? nullptr : static_cast<std::byte*>(source.data) + tensor.view_offs;
   }
