@@ -11,7 +11,7 @@ GGML_UPSTREAM := $(GGML_CACHE)/upstream
 GGML_SEED     := $(GGML_CACHE)/seed
 
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
-                   libbenchmark-dev librapidcheck-dev libfmt-dev chromium clang
+                   libbenchmark-dev librapidcheck-dev libfmt-dev chromium clang libclang-rt-14-dev
 
 .PHONY: all deps ggml configure build run test unit-test asan-test clean
 

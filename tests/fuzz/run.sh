@@ -48,7 +48,7 @@ for target in $TARGETS; do
   mkdir -p "$corpus" "$crashes"
   log="$OUT/$target.log"
   "$OUT/$target" "$corpus" "$HERE/corpus/$name" \
-    -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1048576 \
+    -seed="${GALLOC_FUZZ_SEED:-1}" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1048576 \
     -max_len=4096 -print_final_stats=1 -artifact_prefix="$crashes/" >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
