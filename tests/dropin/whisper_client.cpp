@@ -73,7 +73,7 @@ struct Rng {
 // n_audio_ctx 200 (4 s of audio) is not a multiple of 256, so the padded KV paths are taken.
 constexpr int kVocab = 384, kAudioCtx = 200, kState = 64, kHead = 4, kAudioLayers = 2, kTextCtx = 64,
               kTextLayers = 2, kMels = 80, kFft = 1 + WHISPER_N_FFT / 2;
-constexpr int kThreads = 2;
+constexpr int kThreads = 1;  // ggml's threads spin at barriers: slow on a busy 2-core machine
 
 // --------------------------------------------------------------------------- model file
 class ModelWriter {
