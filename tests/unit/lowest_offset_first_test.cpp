@@ -1,0 +1,223 @@
+// The lowest-offset-first placement: where greedy by size loses, tail frees (staircases),
+// max chunk sizes, edge cases, random graphs, and the zoo at the live lower bound.
+//
+// Problems are drawn as time (across) x offset (up); a letter is a storage, a dot is free.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "galloc/lifetimes.hpp"
+#include "galloc/placement.hpp"
+#include "galloc/plan.hpp"
+#include "galloc/zoo.hpp"
+#include "support/random_graph.hpp"
+
+namespace galloc {
+namespace {
+
+Bytes total(const std::vector<Bytes>& chunks) {
+  Bytes sum = 0;
+  for (Bytes c : chunks) sum += c;
+  return sum;
+}
+
+struct Buffer {
+  Step lower;  // half-open [lower, upper) in time
+  Step upper;
+  Bytes size;
+};
+
+// A Lifetimes for the buffers, one allocator: events in time order, frees before allocations
+// at equal times.
+Lifetimes make_lifetimes(const std::vector<Buffer>& buffers, AllocatorSpec allocator = {}) {
+  Lifetimes lifetimes;
+  lifetimes.allocators = {allocator};
+  lifetimes.buffer_allocator = {0};
+  struct Point {
+    Step time;
+    int kind;  // 0 free, 1 allocate
+    std::size_t buffer;
+  };
+  std::vector<Point> points;
+  for (std::size_t b = 0; b < buffers.size(); ++b) {
+    points.push_back({buffers[b].lower, 1, b});
+    points.push_back({buffers[b].upper, 0, b});
+  }
+  std::sort(points.begin(), points.end(), [](const Point& x, const Point& y) {
+    if (x.time != y.time) return x.time < y.time;
+    if (x.kind != y.kind) return x.kind < y.kind;
+    return x.buffer < y.buffer;
+  });
+  lifetimes.storages.resize(buffers.size());
+  for (std::size_t b = 0; b < buffers.size(); ++b) lifetimes.storages[b].size = buffers[b].size;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    StorageObject& storage = lifetimes.storages[points[i].buffer];
+    const bool allocate = points[i].kind == 1;
+    lifetimes.events.push_back({allocate ? LifetimeEvent::Kind::kAllocate : LifetimeEvent::Kind::kFree,
+                                static_cast<StorageId>(points[i].buffer), 0, storage.size});
+    (allocate ? storage.live.lower : storage.live.upper) = static_cast<Step>(i);
+  }
+  return lifetimes;
+}
+
+void expect_valid(const Lifetimes& lifetimes, const Placement& placement, const std::string& what = "") {
+  const auto issues = validate_placement(lifetimes, placement);
+  EXPECT_TRUE(issues.empty()) << what << ": " << (issues.empty() ? "" : issues.front().message);
+}
+
+// Greedy by size is not optimal here (exact_search_test.cpp draws its 10): decreasing size
+// puts C and D first, one on the other, and then A finds no gap. Lowest offset first starts
+// with D (it lives at the busiest step, time 4, and has the largest area of those that do),
+// then B and C side by side on it, each at the lowest offset it can take, and A on top: 9,
+// the bound.
+//
+//   time    1 2 3 4 5 6
+//     8     . . . A A A
+//     7     . . . A A A
+//     6     C C . B B B
+//     5     C C . B B B
+//     4     C C . B B B
+//     3     . D D D . .
+//     0-2   . D D D . .
+TEST(LowestOffsetFirst, ReachesTheLowerBoundWhereGreedyBySizeDoesNot) {
+  const Lifetimes lifetimes = make_lifetimes({
+      {4, 7, 2},  // A
+      {4, 7, 3},  // B
+      {1, 3, 4},  // C
+      {2, 5, 4},  // D
+  });
+  ASSERT_EQ(live_lower_bound(lifetimes)[0], 9u);
+  const Placement placement = place_lowest_offset_first(lifetimes);
+  EXPECT_EQ(total(placement.chunk_sizes[0]), 9u);
+  expect_valid(lifetimes, placement);
+}
+
+// A storage whose tail is freed early (an in-place successor is smaller) is a staircase:
+// X, allocated after the tail free, fits where the tail was.
+//
+//   step    0 1 2 3
+//     4-7   S . X .      S: 8 bytes, bytes [4, 8) freed at step 1
+//     0-3   S S S S      X: 4 bytes at step 2
+//
+// As rectangles they would need 12 bytes; the most live at once is 8.
+TEST(LowestOffsetFirst, PlacesLaterObjectsIntoFreedTails) {
+  Lifetimes lifetimes;
+  lifetimes.allocators = {AllocatorSpec{}};
+  lifetimes.buffer_allocator = {0};
+  lifetimes.storages.resize(2);
+  lifetimes.storages[0].size = 8;
+  lifetimes.storages[0].live = {0, 4};
+  lifetimes.storages[0].tail_frees = {{1, 4}};
+  lifetimes.storages[1].size = 4;
+  lifetimes.storages[1].live = {2, 3};
+  using Kind = LifetimeEvent::Kind;
+  lifetimes.events = {{Kind::kAllocate, 0, 0, 8},
+                      {Kind::kFree, 0, 4, 4},
+                      {Kind::kAllocate, 1, 0, 4},
+                      {Kind::kFree, 1, 0, 4},
+                      {Kind::kFree, 0, 0, 4}};
+  ASSERT_EQ(live_lower_bound(lifetimes)[0], 8u);
+  const Placement placement = place_lowest_offset_first(lifetimes);
+  EXPECT_EQ(total(placement.chunk_sizes[0]), 8u);
+  EXPECT_EQ(placement.storage_address[1].offset, 4u);
+  expect_valid(lifetimes, placement);
+}
+
+// Objects that would end past the max size go to another chunk; one larger than the max size
+// gets a chunk of its own.
+TEST(LowestOffsetFirst, StaysWithinTheMaxChunkSize) {
+  const Bytes limit = 64;
+  const Lifetimes lifetimes = make_lifetimes(
+      {
+          {0, 4, 32},
+          {0, 4, 32},
+          {1, 3, 32},   // all three live at once: two fit in a chunk
+          {2, 6, 96},   // above the max size
+          {4, 6, 64},
+      },
+      {16, limit});
+  const Placement placement = place_lowest_offset_first(lifetimes);
+  expect_valid(lifetimes, placement);
+  const auto& chunks = placement.chunk_sizes[0];
+  ASSERT_GE(chunks.size(), 3u);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (static_cast<std::size_t>(placement.storage_address[3].chunk) == c) {
+      EXPECT_EQ(chunks[c], 96u);
+    } else {
+      EXPECT_LE(chunks[c], limit) << "chunk " << c;
+    }
+  }
+  for (std::size_t s = 0; s < 5; ++s) {
+    if (s == 3) continue;
+    EXPECT_NE(placement.storage_address[s].chunk, placement.storage_address[3].chunk) << "storage " << s;
+  }
+}
+
+// Empty storages and storages live at no step sit at offset 0 of the first chunk, which holds
+// them; an allocator with nothing to place has no chunks.
+TEST(LowestOffsetFirst, EmptyAndLooseStoragesAndEmptyAllocators) {
+  Lifetimes lifetimes = make_lifetimes({{0, 2, 8}, {1, 3, 0}});
+  lifetimes.allocators.push_back({});
+  lifetimes.buffer_allocator.push_back(1);
+  StorageObject never_live;
+  never_live.allocator = 0;
+  never_live.size = 24;
+  never_live.live = {3, 3};
+  lifetimes.storages.push_back(never_live);
+  const Placement placement = place_lowest_offset_first(lifetimes);
+  expect_valid(lifetimes, placement);
+  for (std::size_t s : {1, 2}) {
+    EXPECT_EQ(placement.storage_address[s].chunk, 0) << "storage " << s;
+    EXPECT_EQ(placement.storage_address[s].offset, 0u) << "storage " << s;
+  }
+  EXPECT_EQ(placement.chunk_sizes[0], (std::vector<Bytes>{24}));
+  EXPECT_TRUE(placement.chunk_sizes[1].empty());
+
+  const Placement nothing = place_lowest_offset_first(Lifetimes{});
+  EXPECT_TRUE(nothing.storage_address.empty());
+  EXPECT_TRUE(nothing.chunk_sizes.empty());
+}
+
+// Random graphs with several buffer types, small max sizes and odd alignments, with
+// upstream's lifetimes and with deferred leafs: valid, never below the lower bound.
+TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const auto c = testing::random_case(seed);
+    auto types = c.make_buffer_types();
+    for (bool defer : {false, true}) {
+      auto lifetimes = analyze_lifetimes(c.graph, types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids},
+                                         {.defer_written_leafs = defer});
+      ASSERT_TRUE(lifetimes.is_ok()) << "seed " << seed << ": " << lifetimes.status().to_string();
+      const Placement placement = place_lowest_offset_first(*lifetimes);
+      const auto issues = validate_placement(*lifetimes, placement);
+      ASSERT_TRUE(issues.empty()) << "seed " << seed << " defer " << defer << ": " << issues.front().message;
+      const auto lower = live_lower_bound(*lifetimes);
+      for (std::size_t a = 0; a < lower.size(); ++a) {
+        EXPECT_GE(total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
+      }
+    }
+  }
+}
+
+// The target it was written for: every zoo graph, at real dimensions on a CPU-like buffer
+// type (alignment 32, no max size) with the lifetimes `best` plans with, at the most bytes
+// live at one step. Greedy by size is above it on ViT-B/16 (27%), ResNet-50, training-llama
+// and gpt-2's tg1.
+TEST(LowestOffsetFirst, ReachesTheLowerBoundOnEveryZooGraph) {
+  NullBufferType cpu(32);
+  const std::vector<const BufferType*> types{&cpu};
+  for (const zoo::ZooEntry& entry : zoo::list()) {
+    auto graph = zoo::build(entry.name);
+    ASSERT_TRUE(graph.is_ok()) << entry.name << ": " << graph.status().to_string();
+    auto lifetimes = analyze_lifetimes(*graph, types, {}, {.defer_written_leafs = true});
+    ASSERT_TRUE(lifetimes.is_ok()) << entry.name << ": " << lifetimes.status().to_string();
+    const Placement placement = place_lowest_offset_first(*lifetimes);
+    expect_valid(*lifetimes, placement, entry.name);
+    EXPECT_EQ(total(placement.chunk_sizes[0]), live_lower_bound(*lifetimes)[0]) << entry.name;
+  }
+}
+
+}  // namespace
+}  // namespace galloc
