@@ -8,6 +8,9 @@
 //
 // Shape errors (a bug in a model file) do not abort: the first one is kept and finish()
 // returns it as an internal error.
+//
+// With a BuilderMirror, every public function reports its call (see zoo.hpp); a function
+// that calls others (conv_2d, param) reports only itself.
 #pragma once
 
 #include <array>
@@ -27,11 +30,6 @@ namespace galloc::zoo {
 using Shape = std::array<std::int64_t, kMaxDims>;
 using Strides = std::array<Bytes, kMaxDims>;
 
-// ggml_unary_op / ggml_glu_op kinds the zoo uses (the graph model keeps no op parameters;
-// the builder remembers them for the backward pass of the training graphs).
-enum class UnaryOp : std::uint8_t { kNone, kGelu, kSilu, kRelu, kStep, kTanh };
-enum class PoolOp : std::uint8_t { kMax, kAvg };
-
 // ZooOptions::scale applied to one dimension. At scale 1 every function returns its
 // argument unchanged.
 class Scaler {
@@ -47,7 +45,8 @@ class Scaler {
   double scale_;
 };
 
-// What the graph model does not keep about an op (ggml's op_params) but a backward pass needs.
+// What the graph model does not keep about an op (ggml's op_params) but a backward pass needs
+// (the unary kind: UnaryOp, in zoo.hpp).
 struct OpInfo {
   UnaryOp unary = UnaryOp::kNone;
   std::array<int, kMaxDims> axes{0, 1, 2, 3};  // PERMUTE / TRANSPOSE
@@ -56,6 +55,8 @@ struct OpInfo {
 class GraphBuilder {
  public:
   using T = TensorId;
+
+  explicit GraphBuilder(BuilderMirror* mirror = nullptr) : mirror_(mirror) {}
 
   // ---- tensors without an op ----------------------------------------------------------
   // A weight (or KV cache, or optimizer state): memory already exists.
@@ -187,6 +188,24 @@ class GraphBuilder {
   [[nodiscard]] static Bytes row_size(DataType type, std::int64_t n);
 
  private:
+  // A public function's call: only the outermost one (depth 0 on entry) reaches the mirror.
+  class Scope {
+   public:
+    explicit Scope(GraphBuilder& builder) : builder_(builder), outer_(builder.depth_++ == 0) {}
+    ~Scope() { --builder_.depth_; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    [[nodiscard]] bool outer() const { return outer_; }
+
+   private:
+    GraphBuilder& builder_;
+    bool outer_;
+  };
+  // Reports `call` with `result` to the mirror (outermost calls, before any shape error).
+  T emit(const Scope& scope, T result, BuilderCall call);
+  static BuilderCall call_of(BuilderFn fn, std::initializer_list<T> tensors,
+                             std::initializer_list<std::int64_t> ints = {});
+
   T push(Tensor tensor, OpInfo info = {});
   // A new contiguous tensor computed by `op`.
   T compute(std::string name, Op op, DataType type, const Shape& ne, std::initializer_list<T> sources,
@@ -198,6 +217,7 @@ class GraphBuilder {
   T inplace_view(T a, Op op, std::initializer_list<T> sources, OpInfo info = {});
   T dup_op(T a, Op op, std::initializer_list<T> sources, OpInfo info = {});  // ggml_dup_tensor(a) + op
   T reshape_to(T a, const Shape& ne);
+  void expand_graph(T root);
   T conv_im2col_2d(T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1);
 
   void check(bool ok, std::string_view op, const std::string& detail);
@@ -208,13 +228,16 @@ class GraphBuilder {
   std::vector<OpInfo> info_;   // per tensor
   std::vector<char> visited_;  // per tensor: reached by expand()
   std::string error_;          // the first shape error
+  BuilderMirror* mirror_;      // may be null
+  int depth_ = 0;              // public functions on the call stack
 };
 
-// One zoo graph: its name, what it is, and how to build it at a scale.
+// One zoo graph: its name, what it is, and how to build it at a scale (its GraphBuilder
+// reporting to the mirror, which may be null).
 struct Recipe {
   std::string name;
   std::string description;
-  std::function<Result<Graph>(const Scaler&)> build;
+  std::function<Result<Graph>(const Scaler&, BuilderMirror*)> build;
 };
 
 // One function per family (src/zoo/<family>.cpp), appending its graphs in a stable order.

@@ -17,7 +17,7 @@ using T = TensorId;
 
 class Cnn {
  public:
-  explicit Cnn(bool direct) : direct_(direct) {}
+  Cnn(bool direct, BuilderMirror* mirror) : direct_(direct), b_(mirror) {}
 
   GraphBuilder& b() { return b_; }
 
@@ -69,14 +69,14 @@ struct ResNetConfig {
 
 constexpr ResNetConfig kResNet50{224, 64, {3, 4, 6, 3}, 1000};
 
-Result<Graph> build_resnet(ResNetConfig c, const Scaler& s) {
+Result<Graph> build_resnet(ResNetConfig c, const Scaler& s, BuilderMirror* mirror) {
   if (!s.full()) {
     c.image = s.width(c.image, 32);  // five stride-2 reductions
     c.base_width = s.width(c.base_width, 8);
     for (std::int64_t& n : c.blocks) n = s.count(n);
     c.classes = s.count(c.classes);
   }
-  Cnn net(false);
+  Cnn net(false, mirror);
   GraphBuilder& b = net.b();
   const T image = b.input("image", DataType::F32, {c.image, c.image, 3, 1});
   T x = net.conv_bn(image, "conv1", 3, c.base_width, 7, 2, 3);
@@ -106,7 +106,7 @@ struct MobileNetConfig {
   std::int64_t classes;
 };
 
-Result<Graph> build_mobilenet_v2(MobileNetConfig c, const Scaler& s) {
+Result<Graph> build_mobilenet_v2(MobileNetConfig c, const Scaler& s, BuilderMirror* mirror) {
   // (expansion t, output channels c, repeats n, first stride s)
   struct Stage {
     std::int64_t t, c, n;
@@ -119,7 +119,7 @@ Result<Graph> build_mobilenet_v2(MobileNetConfig c, const Scaler& s) {
     c.image = s.width(c.image, 32);
     c.classes = s.count(c.classes);
   }
-  Cnn net(true);
+  Cnn net(true, mirror);
   GraphBuilder& b = net.b();
   const T image = b.input("image", DataType::F32, {c.image, c.image, 3, 1});
   std::int64_t in = ch(32);
@@ -153,11 +153,11 @@ void add_cnn_recipes(std::vector<Recipe>& out) {
   out.push_back({"cnn-resnet50",
                  "ResNet-50 v1.5 at 224x224 (stages 64/128/256/512 x4, 3-4-6-3 bottlenecks, 1000 classes): "
                  "conv as IM2COL + MUL_MAT, batch norm folded as MUL + ADD, ReLU, max/avg POOL_2D, residual adds",
-                 [](const Scaler& s) { return build_resnet(kResNet50, s); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_resnet(kResNet50, s, m); }});
   out.push_back({"cnn-mobilenetv2",
                  "MobileNetV2 1.0 at 224x224 (17 inverted residual blocks, 1000 classes): direct CONV_2D and "
                  "depthwise CONV_2D_DW, batch norm folded as MUL + ADD, ReLU6 as CLAMP views, residual adds",
-                 [](const Scaler& s) { return build_mobilenet_v2({224, 1000}, s); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_mobilenet_v2({224, 1000}, s, m); }});
 }
 
 }  // namespace galloc::zoo

@@ -42,8 +42,8 @@ Gpt2Config scaled(Gpt2Config c, const Scaler& s) {
 
 std::string layer(std::int64_t il, const char* what) { return "model/h" + std::to_string(il) + "/" + what; }
 
-Result<Graph> build_gpt2(const Gpt2Config& c) {
-  GraphBuilder b;
+Result<Graph> build_gpt2(const Gpt2Config& c, BuilderMirror* mirror) {
+  GraphBuilder b(mirror);
   const std::int64_t N = c.n_tokens;
   const std::int64_t n_embd = c.n_embd;
   const std::int64_t n_head = c.n_head;
@@ -152,9 +152,9 @@ void add_gpt2_recipes(std::vector<Recipe>& out) {
   tg.n_tokens = 1;
   tg.n_past = kSmall.n_ctx - 1;
   out.push_back({"gpt2-small-pp1024", small + "one 1024-token prompt",
-                 [](const Scaler& s) { return build_gpt2(scaled(kSmall, s)); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_gpt2(scaled(kSmall, s), m); }});
   out.push_back({"gpt2-small-tg1", small + "one token after 1023 past tokens",
-                 [tg](const Scaler& s) { return build_gpt2(scaled(tg, s)); }});
+                 [tg](const Scaler& s, BuilderMirror* m) { return build_gpt2(scaled(tg, s), m); }});
 }
 
 }  // namespace galloc::zoo

@@ -66,11 +66,12 @@ std::string blk(std::int64_t il, const char* what) {
 
 class LlamaGraph {
  public:
-  explicit LlamaGraph(const LlamaConfig& c)
+  LlamaGraph(const LlamaConfig& c, BuilderMirror* mirror)
       : c_(c),
         head_dim_(c.n_embd / c.n_head),
         n_embd_gqa_(head_dim_ * c.n_head_kv),
-        current_(c.era == Era::kCurrent) {}
+        current_(c.era == Era::kCurrent),
+        b_(mirror) {}
 
   Result<Graph> build() {
     const std::int64_t n_tokens = c_.n_tokens;
@@ -290,8 +291,8 @@ LlamaConfig with(LlamaConfig c, std::int64_t n_tokens, std::int64_t n_ctx, bool 
 }
 
 void add(std::vector<Recipe>& out, std::string name, std::string description, LlamaConfig config) {
-  out.push_back({std::move(name), std::move(description), [config](const Scaler& s) {
-                   return LlamaGraph(scaled(config, s)).build();
+  out.push_back({std::move(name), std::move(description), [config](const Scaler& s, BuilderMirror* m) {
+                   return LlamaGraph(scaled(config, s), m).build();
                  }});
 }
 

@@ -226,13 +226,13 @@ struct MlpConfig {
   std::int64_t n_batch;
 };
 
-Result<Graph> build_mlp(MlpConfig c, const Scaler& s) {
+Result<Graph> build_mlp(MlpConfig c, const Scaler& s, BuilderMirror* mirror) {
   if (!s.full()) {
     c.n_input = s.count(c.n_input);
     c.n_hidden = s.count(c.n_hidden);
     c.n_batch = s.count(c.n_batch);
   }
-  GraphBuilder b;
+  GraphBuilder b(mirror);
   const T images = b.input("images", DataType::F32, {c.n_input, c.n_batch});
   const T fc1_weight = b.param("fc1.weight", {c.n_input, c.n_hidden});
   const T fc1_bias = b.param("fc1.bias", {c.n_hidden});
@@ -253,7 +253,7 @@ struct TransformerConfig {
   std::int64_t n_ctx;
 };
 
-Result<Graph> build_transformer(TransformerConfig c, const Scaler& s) {
+Result<Graph> build_transformer(TransformerConfig c, const Scaler& s, BuilderMirror* mirror) {
   if (!s.full()) {
     const std::int64_t head_dim = c.n_embd / c.n_head;
     c.n_vocab = s.count(c.n_vocab);
@@ -263,7 +263,7 @@ Result<Graph> build_transformer(TransformerConfig c, const Scaler& s) {
     c.n_layer = s.count(c.n_layer);
     c.n_ctx = s.count(c.n_ctx);
   }
-  GraphBuilder b;
+  GraphBuilder b(mirror);
   const std::int64_t E = c.n_embd;
   const std::int64_t H = c.n_head;
   const std::int64_t hd = E / H;
@@ -318,12 +318,12 @@ void add_training_recipes(std::vector<Recipe>& out) {
                  "MNIST MLP training step (784 -> 500 ReLU -> 10, batch 500) as ggml's examples/mnist with "
                  "ggml-opt: forward, cross-entropy loss, backward (OUT_PROD, MUL_MAT of a transposed weight, "
                  "REPEAT_BACK, ReLU as STEP * grad), one OPT_STEP_ADAMW per parameter",
-                 [](const Scaler& s) { return build_mlp({784, 500, 10, 500}, s); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_mlp({784, 500, 10, 500}, s, m); }});
   out.push_back({"training-llama-2l",
                  "Training step of a 2-layer llama-style transformer (n_embd 512, 8 heads, ffn 1536, vocab 8192, "
                  "256 tokens, f32 parameters): forward, cross-entropy loss, backward (OUT_PROD of transposed "
                  "views, SOFT_MAX_BACK, RMS_NORM_BACK, SILU_BACK, ROPE_BACK, GET_ROWS_BACK), AdamW steps",
-                 [](const Scaler& s) { return build_transformer({8192, 512, 8, 1536, 2, 256}, s); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_transformer({8192, 512, 8, 1536, 2, 256}, s, m); }});
 }
 
 }  // namespace galloc::zoo

@@ -41,7 +41,7 @@ UnetConfig scaled(UnetConfig c, const Scaler& s) {
 
 class UnetGraph {
  public:
-  explicit UnetGraph(const UnetConfig& c) : c_(c) {}
+  UnetGraph(const UnetConfig& c, BuilderMirror* mirror) : c_(c), b_(mirror) {}
 
   Result<Graph> build() {
     const std::int64_t mc = c_.model_channels;
@@ -258,7 +258,7 @@ class UnetGraph {
 
 void add(std::vector<Recipe>& out, std::string name, std::string description, UnetConfig config) {
   out.push_back({std::move(name), std::move(description),
-                 [config](const Scaler& s) { return UnetGraph(scaled(config, s)).build(); }});
+                 [config](const Scaler& s, BuilderMirror* m) { return UnetGraph(scaled(config, s), m).build(); }});
 }
 
 }  // namespace

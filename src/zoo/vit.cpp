@@ -42,8 +42,8 @@ VitConfig scaled(VitConfig c, const Scaler& s) {
   return c;
 }
 
-Result<Graph> build_vit(const VitConfig& c) {
-  GraphBuilder b;
+Result<Graph> build_vit(const VitConfig& c, BuilderMirror* mirror) {
+  GraphBuilder b(mirror);
   const std::int64_t side = c.image / c.patch;
   const std::int64_t n_patches = side * side;
   const std::int64_t n_pos = n_patches + 1;
@@ -127,11 +127,11 @@ void add_vit_recipes(std::vector<Recipe>& out) {
   out.push_back({"vit-b16-224",
                  "ViT-B/16 at 224x224 (196 patches + class token, 768 wide, 12 layers, 12 heads, MLP 3072, "
                  "1000 classes, f16 weights), as ggml image encoders build it",
-                 [](const Scaler& s) { return build_vit(scaled(kVitB16, s)); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_vit(scaled(kVitB16, s), m); }});
   out.push_back({"vit-clip-l14-336",
                  "CLIP ViT-L/14 at 336x336, the LLaVA 1.5 image encoder (576 patches + class token, 1024 wide, "
                  "24 layers, 16 heads, pre-layernorm, penultimate-layer features), as clip.cpp builds it",
-                 [](const Scaler& s) { return build_vit(scaled(kClipL14, s)); }});
+                 [](const Scaler& s, BuilderMirror* m) { return build_vit(scaled(kClipL14, s), m); }});
 }
 
 }  // namespace galloc::zoo

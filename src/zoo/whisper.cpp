@@ -85,8 +85,8 @@ T mlp(GraphBuilder& b, T x, const std::string& prefix, std::int64_t n_state) {
 }
 
 // Conv stem + encoder: mel [2*n_ctx, n_mels] -> embd_enc [n_state, n_ctx].
-Result<Graph> build_encoder(const WhisperConfig& c) {
-  GraphBuilder b;
+Result<Graph> build_encoder(const WhisperConfig& c, BuilderMirror* mirror) {
+  GraphBuilder b(mirror);
   const std::int64_t n_ctx = c.n_audio_ctx;
   const std::int64_t n_state = c.n_audio_state;
   const std::int64_t n_head = c.n_audio_head;
@@ -139,8 +139,8 @@ Result<Graph> build_encoder(const WhisperConfig& c) {
 }
 
 // The cross-attention K/V of every decoder layer from embd_enc, stored into kv_cross.
-Result<Graph> build_cross(const WhisperConfig& c) {
-  GraphBuilder b;
+Result<Graph> build_cross(const WhisperConfig& c, BuilderMirror* mirror) {
+  GraphBuilder b(mirror);
   const std::int64_t n_ctx = c.n_audio_ctx;
   const std::int64_t n_state = c.n_audio_state;
   const Bytes esize = GraphBuilder::row_size(kItype, 1);
@@ -167,8 +167,8 @@ Result<Graph> build_cross(const WhisperConfig& c) {
 
 // The decoder's worst case, as whisper.cpp reserves it: n_text_ctx tokens at the end of the
 // self-attention cache, attending to all of it and to the 1500 cross-attention frames.
-Result<Graph> build_decoder(const WhisperConfig& c) {
-  GraphBuilder b;
+Result<Graph> build_decoder(const WhisperConfig& c, BuilderMirror* mirror) {
+  GraphBuilder b(mirror);
   const std::int64_t n_ctx = pad_to(c.n_text_ctx, 256);  // kv_self.size
   const std::int64_t n_state = c.n_text_state;
   const std::int64_t n_head = c.n_text_head;
@@ -257,9 +257,9 @@ Result<Graph> build_decoder(const WhisperConfig& c) {
 }
 
 void add(std::vector<Recipe>& out, std::string name, std::string description, WhisperConfig config,
-         Result<Graph> (*build)(const WhisperConfig&)) {
+         Result<Graph> (*build)(const WhisperConfig&, BuilderMirror*)) {
   out.push_back({std::move(name), std::move(description),
-                 [config, build](const Scaler& s) { return build(scaled(config, s)); }});
+                 [config, build](const Scaler& s, BuilderMirror* m) { return build(scaled(config, s), m); }});
 }
 
 }  // namespace

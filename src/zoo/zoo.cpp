@@ -45,13 +45,15 @@ std::vector<ZooEntry> list() {
 
 Result<Graph> build(std::string_view name) { return build(name, ZooOptions{}); }
 
-Result<Graph> build(std::string_view name, const ZooOptions& options) {
+namespace {
+
+Result<Graph> build_with(std::string_view name, const ZooOptions& options, BuilderMirror* mirror) {
   if (!(options.scale > 0.0 && options.scale <= 1.0)) {  // also rejects NaN
     return invalid_argument("zoo scale must be in (0, 1], got " + std::to_string(options.scale));
   }
   for (const Recipe& recipe : recipes()) {
     if (recipe.name != name) continue;
-    Result<Graph> graph = recipe.build(Scaler(options.scale));
+    Result<Graph> graph = recipe.build(Scaler(options.scale), mirror);
     if (!graph.is_ok()) return graph.status();
     // A graph the zoo cannot build correctly is a bug in the zoo, not the caller's problem.
     Status valid = validate_graph(graph.value());
@@ -59,6 +61,14 @@ Result<Graph> build(std::string_view name, const ZooOptions& options) {
     return graph;
   }
   return invalid_argument("unknown zoo graph '" + std::string(name) + "'; known graphs: " + known_names());
+}
+
+}  // namespace
+
+Result<Graph> build(std::string_view name, const ZooOptions& options) { return build_with(name, options, nullptr); }
+
+Result<Graph> build(std::string_view name, const ZooOptions& options, BuilderMirror& mirror) {
+  return build_with(name, options, &mirror);
 }
 
 }  // namespace galloc::zoo
