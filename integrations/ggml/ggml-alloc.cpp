@@ -283,6 +283,8 @@ galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) 
     g.op = op_of(t->op);
     for (int s = 0; s < galloc::kMaxSources; ++s) {
       const ggml_tensor* src = with_sources && s < GGML_MAX_SRC ? t->src[s] : nullptr;
+      // ggml_cast sets src[1] to the result itself (as ggml_cpy's destination); no dependency
+      if (src == t) src = nullptr;
       g.src[static_cast<std::size_t>(s)] = src == nullptr ? galloc::kNoTensor : out.ids.at(src);
     }
     g.view_src = t->view_src == nullptr ? galloc::kNoTensor : out.ids.at(t->view_src);
