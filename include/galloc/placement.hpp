@@ -74,11 +74,19 @@ struct PlacementOptions {
 [[nodiscard]] Placement place_ggml(const Lifetimes& lifetimes);
 [[nodiscard]] Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options = {});
 // Objects in non-decreasing offset order, each at the lowest offset above the placed objects
-// it is live with; among equals, the one live at the busiest step, then the larger area
-// first: the exact search's first descent without its backtracking
-// (src/strategies/lowest_offset_first.cpp). About as fast as one greedy variant; on every
-// zoo graph it reaches the live lower bound.
-[[nodiscard]] Placement place_lowest_offset_first(const Lifetimes& lifetimes);
+// it is live with; among equals, the one live at the busiest step first, then by `order`:
+// the exact search's first descent without its backtracking
+// (src/strategies/lowest_offset_first.cpp). About as fast as one greedy variant; with
+// kBusiestThenArea it reaches the live lower bound on every zoo graph.
+enum class LowestOffsetOrder {
+  kBusiestThenArea,      // then the larger size x lifetime, then the longer (MiniMalloc's TAW)
+  kBusiestThenLifetime,  // then the longer lifetime, then the larger area (TWA)
+};
+struct LowestOffsetOptions {
+  LowestOffsetOrder order = LowestOffsetOrder::kBusiestThenArea;
+};
+[[nodiscard]] Placement place_lowest_offset_first(const Lifetimes& lifetimes,
+                                                  const LowestOffsetOptions& options = {});
 // Starts from `start` (a valid placement, say greedy's) and searches for smaller ones.
 [[nodiscard]] Result<Placement> place_exact(const Lifetimes& lifetimes, const Placement& start,
                                             const ExactOptions& options);

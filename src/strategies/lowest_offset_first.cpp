@@ -147,10 +147,11 @@ struct ItemInfo {
   Bytes size;
 };
 
-// The static order, as MiniMalloc's "TAW": the most bytes live at one step of the object's
+// The static order, as MiniMalloc's: the most bytes live at one step of the object's
 // lifetime first (it sits in the tightest part of the problem), then the larger area (size
-// times lifetime), then the longer lifetime.
-std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator, const std::vector<ItemInfo>& items) {
+// times lifetime) and the longer lifetime, in the order asked for.
+std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator, const std::vector<ItemInfo>& items,
+                               LowestOffsetOrder order) {
   const auto steps = static_cast<std::size_t>(lifetimes.step_count());
   std::vector<Bytes> live_at(steps, 0);
   Bytes live = 0;
@@ -178,10 +179,12 @@ std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator
     keys.push_back({busiest.highest(info.lower, info.upper),
                     static_cast<double>(info.size) * static_cast<double>(width), width, i});
   }
-  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+  const bool area_first = order == LowestOffsetOrder::kBusiestThenArea;
+  std::sort(keys.begin(), keys.end(), [area_first](const Key& x, const Key& y) {
     if (x.busiest != y.busiest) return x.busiest > y.busiest;
-    if (x.area != y.area) return x.area > y.area;
+    if (area_first && x.area != y.area) return x.area > y.area;
     if (x.width != y.width) return x.width > y.width;
+    if (x.area != y.area) return x.area > y.area;
     return x.item < y.item;
   });
   std::vector<Item> rank(items.size());
@@ -191,7 +194,7 @@ std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator
 
 }  // namespace
 
-Placement place_lowest_offset_first(const Lifetimes& lifetimes) {
+Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffsetOptions& options) {
   Placement placement;
   placement.storage_address.resize(lifetimes.storages.size(), {0, 0});
   placement.chunk_sizes.resize(lifetimes.allocators.size());
@@ -218,7 +221,7 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes) {
     const Bytes alignment = std::max<Bytes>(1, lifetimes.allocators[a].alignment);
     const Bytes limit = lifetimes.allocators[a].max_chunk_size;
     const std::vector<ItemInfo>& items = items_of[a];
-    const std::vector<Item> rank = static_ranks(lifetimes, static_cast<AllocatorId>(a), items);
+    const std::vector<Item> rank = static_ranks(lifetimes, static_cast<AllocatorId>(a), items, options.order);
 
     std::vector<Bytes> chunks;
     std::vector<Item> waiting;  // items for the current chunk

@@ -181,7 +181,8 @@ TEST(LowestOffsetFirst, EmptyAndLooseStoragesAndEmptyAllocators) {
 }
 
 // Random graphs with several buffer types, small max sizes and odd alignments, with
-// upstream's lifetimes and with deferred leafs: valid, never below the lower bound.
+// upstream's lifetimes and with deferred leafs, in both orders: valid, never below the lower
+// bound.
 TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
   for (std::uint64_t seed = 0; seed < 300; ++seed) {
     const auto c = testing::random_case(seed);
@@ -190,12 +191,15 @@ TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
       auto lifetimes = analyze_lifetimes(c.graph, types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids},
                                          {.defer_written_leafs = defer});
       ASSERT_TRUE(lifetimes.is_ok()) << "seed " << seed << ": " << lifetimes.status().to_string();
-      const Placement placement = place_lowest_offset_first(*lifetimes);
-      const auto issues = validate_placement(*lifetimes, placement);
-      ASSERT_TRUE(issues.empty()) << "seed " << seed << " defer " << defer << ": " << issues.front().message;
       const auto lower = live_lower_bound(*lifetimes);
-      for (std::size_t a = 0; a < lower.size(); ++a) {
-        EXPECT_GE(total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
+      for (LowestOffsetOrder order : {LowestOffsetOrder::kBusiestThenArea, LowestOffsetOrder::kBusiestThenLifetime}) {
+        const Placement placement = place_lowest_offset_first(*lifetimes, {order});
+        const auto issues = validate_placement(*lifetimes, placement);
+        ASSERT_TRUE(issues.empty()) << "seed " << seed << " defer " << defer << " order "
+                                    << static_cast<int>(order) << ": " << issues.front().message;
+        for (std::size_t a = 0; a < lower.size(); ++a) {
+          EXPECT_GE(total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
+        }
       }
     }
   }
