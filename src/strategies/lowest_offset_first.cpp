@@ -17,8 +17,10 @@
 // an object allocated after a tail free may go where the tail was.
 //
 // Chunks: objects that would end past the max chunk size wait for the next chunk, where the
-// same procedure runs on them alone; an object larger than the max size gets a chunk of its
-// own, as in greedy.
+// same procedure runs on them alone. The max size is raised to the largest object's size, as
+// validate_placement and the exact search allow: that chunk exists anyway, and other objects
+// may use it when the large one is dead (greedy instead gives each such object a chunk of its
+// own that nothing else uses).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -219,21 +221,16 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
   std::vector<Candidate> initial;
   for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
     const Bytes alignment = std::max<Bytes>(1, lifetimes.allocators[a].alignment);
-    const Bytes limit = lifetimes.allocators[a].max_chunk_size;
     const std::vector<ItemInfo>& items = items_of[a];
     const std::vector<Item> rank = static_ranks(lifetimes, static_cast<AllocatorId>(a), items, options.order);
+    // A storage object above the max size needs a chunk of its size anyway (ggml allocates one
+    // for it too, and reuses it for others later), so every chunk may grow that large.
+    Bytes limit = lifetimes.allocators[a].max_chunk_size;
+    for (const ItemInfo& item : items) limit = std::max(limit, item.size);
 
     std::vector<Bytes> chunks;
-    std::vector<Item> waiting;  // items for the current chunk
-    for (Item i = 0; i < items.size(); ++i) {
-      if (items[i].size > limit) {
-        // Alone in a chunk of its own size.
-        placement.storage_address[static_cast<std::size_t>(items[i].storage)] = {static_cast<ChunkId>(chunks.size()), 0};
-        chunks.push_back(items[i].size);
-      } else {
-        waiting.push_back(i);
-      }
-    }
+    std::vector<Item> waiting(items.size());  // items for the current chunk
+    for (Item i = 0; i < items.size(); ++i) waiting[i] = i;
     std::vector<Item> next_chunk;
     bool skyline_clean = a == 0;
     while (!waiting.empty()) {
