@@ -17,12 +17,12 @@
 // an object allocated after a tail free may go where the tail was.
 //
 // Chunks: objects that would end past the max chunk size wait for the next chunk, where the
-// same procedure runs on them alone. The max size is raised to the largest object's size, as
-// validate_placement and the exact search allow: that chunk exists anyway, and other objects
-// may use it when the large one is dead (greedy instead gives each such object a chunk of its
-// own that nothing else uses).
+// same procedure runs on them alone. An object larger than the max size opens a chunk of its
+// own size, as in ggml, and other objects may use that chunk while it is dead (greedy gives
+// it a chunk that nothing else uses).
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "galloc/placement.hpp"
@@ -223,10 +223,7 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
     const Bytes alignment = std::max<Bytes>(1, lifetimes.allocators[a].alignment);
     const std::vector<ItemInfo>& items = items_of[a];
     const std::vector<Item> rank = static_ranks(lifetimes, static_cast<AllocatorId>(a), items, options.order);
-    // A storage object above the max size needs a chunk of its size anyway (ggml allocates one
-    // for it too, and reuses it for others later), so every chunk may grow that large.
-    Bytes limit = lifetimes.allocators[a].max_chunk_size;
-    for (const ItemInfo& item : items) limit = std::max(limit, item.size);
+    const Bytes max_size = lifetimes.allocators[a].max_chunk_size;
 
     std::vector<Bytes> chunks;
     std::vector<Item> waiting(items.size());  // items for the current chunk
@@ -238,8 +235,19 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
       skyline_clean = false;
       const auto chunk = static_cast<ChunkId>(chunks.size());
       Bytes high = 0;
+      // A storage object above the max size gets a chunk of its own size, as in ggml, which
+      // then serves others too (while it is dead): it goes first, at offset 0, and sets the
+      // chunk's limit. Ranks start at 1 to leave it 0.
+      Bytes limit = max_size;
+      std::optional<Item> oversized;
+      for (Item i : waiting) {
+        if (items[i].size > limit) {
+          limit = items[i].size;
+          oversized = i;
+        }
+      }
       initial.clear();
-      for (Item i : waiting) initial.push_back({0, rank[i], i});
+      for (Item i : waiting) initial.push_back({0, i == oversized ? 0 : rank[i] + 1, i});
       heap.assign(std::move(initial));
       next_chunk.clear();
       while (!heap.empty()) {

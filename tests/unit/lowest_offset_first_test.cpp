@@ -126,13 +126,13 @@ TEST(LowestOffsetFirst, PlacesLaterObjectsIntoFreedTails) {
 }
 
 // Objects that would end past the max size go to another chunk. One larger than the max
-// size needs a chunk of its own size anyway, so every chunk may be that large, and the large
-// object's chunk serves others once it is dead (S reuses Big's bytes):
+// size gets a chunk of its own size, as in ggml, and that chunk serves others once it is dead
+// (S reuses Big's bytes); no other chunk goes past the max size:
 //
-//   time    0 1 2 3        max size 64, Big 96 bytes: chunks of up to 96 bytes
+//   time    0 1 2 3        max size 64, Big 96 bytes
 //   chunk   Big Big S S
 //   chunk   T T T T        160 bytes in all, the most live at once
-TEST(LowestOffsetFirst, StaysWithinTheMaxChunkSizeOrTheLargestObject) {
+TEST(LowestOffsetFirst, OnlyAnOversizedObjectsChunkPassesTheMaxSize) {
   const Lifetimes lifetimes = make_lifetimes(
       {
           {0, 2, 96},  // Big
@@ -145,9 +145,17 @@ TEST(LowestOffsetFirst, StaysWithinTheMaxChunkSizeOrTheLargestObject) {
   expect_valid(lifetimes, placement);
   const auto& chunks = placement.chunk_sizes[0];
   EXPECT_EQ(total(chunks), 160u);
-  for (std::size_t c = 0; c < chunks.size(); ++c) EXPECT_LE(chunks[c], 96u) << "chunk " << c;
+  const auto big_chunk = static_cast<std::size_t>(placement.storage_address[0].chunk);
+  for (std::size_t c = 0; c < chunks.size(); ++c) EXPECT_LE(chunks[c], c == big_chunk ? 96u : 64u) << "chunk " << c;
   EXPECT_EQ(placement.storage_address[0].chunk, placement.storage_address[1].chunk);
   EXPECT_NE(placement.storage_address[0].chunk, placement.storage_address[2].chunk);
+
+  // Two objects live with Big that fit no chunk of the max size together go to two chunks,
+  // not to one as large as Big.
+  const Lifetimes crowded = make_lifetimes({{0, 2, 96}, {0, 2, 48}, {0, 2, 48}}, {16, 64});
+  const Placement split = place_lowest_offset_first(crowded);
+  expect_valid(crowded, split);
+  EXPECT_EQ(split.chunk_sizes[0], (std::vector<Bytes>{96, 48, 48}));
 }
 
 // Empty storages and storages live at no step sit at offset 0 of the first chunk, which holds
