@@ -203,6 +203,21 @@ TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
         for (std::size_t a = 0; a < lower.size(); ++a) {
           EXPECT_GE(total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
         }
+        // No chunk passes the max size, but for the one of an object larger than it.
+        std::vector<std::vector<Bytes>> largest_in(lower.size());
+        for (std::size_t a = 0; a < lower.size(); ++a) largest_in[a].assign(placement.chunk_sizes[a].size(), 0);
+        for (std::size_t s = 0; s < lifetimes->storages.size(); ++s) {
+          const StorageObject& storage = lifetimes->storages[s];
+          Bytes& largest = largest_in[static_cast<std::size_t>(storage.allocator)]
+                                     [static_cast<std::size_t>(placement.storage_address[s].chunk)];
+          largest = std::max(largest, storage.size);
+        }
+        for (std::size_t a = 0; a < lower.size(); ++a) {
+          for (std::size_t ch = 0; ch < largest_in[a].size(); ++ch) {
+            EXPECT_LE(placement.chunk_sizes[a][ch], std::max(lifetimes->allocators[a].max_chunk_size, largest_in[a][ch]))
+                << "seed " << seed << " allocator " << a << " chunk " << ch;
+          }
+        }
       }
     }
   }
