@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "tensor_sources.hpp"
 
 namespace galloc {
 
@@ -44,13 +49,19 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::Count)> kOpN
 
 namespace {
 // Indexed by ggml's type value; block_size 0 marks values ggml does not define.
-constexpr std::size_t kTypeSlots = 64;
+using detail::kTypeSlots;
 constexpr std::array<DataTypeTraits, kTypeSlots> kTypeByValue = [] {
   std::array<DataTypeTraits, kTypeSlots> table{};
   for (const TypeRow& row : kTypes) table[static_cast<std::size_t>(row.type)] = row.traits;
   return table;
 }();
 }  // namespace
+
+constexpr std::array<detail::TypeSize, detail::kTypeSlots> detail::kTypeSizes = [] {
+  std::array<TypeSize, kTypeSlots> table{};
+  for (std::size_t i = 0; i < kTypeSlots; ++i) table[i] = {kTypeByValue[i].block_size, kTypeByValue[i].type_size};
+  return table;
+}();
 
 std::optional<DataTypeTraits> data_type_traits(DataType type) {
   const auto index = static_cast<std::size_t>(type);
@@ -109,22 +120,6 @@ bool op_can_inplace(Op op) {
     default:
       return false;
   }
-}
-
-Bytes tensor_nbytes(const Tensor& tensor) {
-  if (tensor.ne[0] <= 0 || tensor.ne[1] <= 0 || tensor.ne[2] <= 0 || tensor.ne[3] <= 0) return 0;
-  const auto index = static_cast<std::size_t>(tensor.type);
-  if (index >= kTypeSlots || kTypeByValue[index].block_size == 0) return 0;
-  const DataTypeTraits& traits = kTypeByValue[index];
-  Bytes nbytes = traits.block_size == 1
-                     ? traits.type_size + static_cast<Bytes>(tensor.ne[0] - 1) * tensor.nb[0]
-                     : static_cast<Bytes>(tensor.ne[0]) * tensor.nb[0] / static_cast<Bytes>(traits.block_size);
-  for (int i = 1; i < kMaxDims; ++i) nbytes += static_cast<Bytes>(tensor.ne[i] - 1) * tensor.nb[i];
-  return nbytes;
-}
-
-bool same_layout(const Tensor& a, const Tensor& b) {
-  return a.type == b.type && a.ne == b.ne && a.nb == b.nb;
 }
 
 std::array<Bytes, kMaxDims> contiguous_strides(DataType type,
@@ -212,21 +207,28 @@ std::string describe_tensor(const Graph& graph, TensorId id) {
 
 namespace {
 
+// Every real tensor has ne below 2^31 and strides below 2^29: then no term of ggml_nbytes
+// reaches 2^60, the sum stays far below half the address space, and checked_nbytes would pass.
+bool size_cannot_overflow(const Tensor& t) {
+  const auto ne_bits = static_cast<std::uint64_t>(t.ne[0] | t.ne[1] | t.ne[2] | t.ne[3]);
+  const Bytes nb_bits = t.nb[0] | t.nb[1] | t.nb[2] | t.nb[3];
+  return ne_bits < (std::uint64_t{1} << 31) && nb_bits < (Bytes{1} << 29);
+}
+
 // ggml_nbytes with every product checked, so absurd shapes are an error, not a wrap.
 bool checked_nbytes(const Tensor& t, Bytes& out) {
-  const auto traits = data_type_traits(t.type);
-  if (!traits) return false;
-  for (std::int64_t n : t.ne) {
-    if (n <= 0) {
-      out = 0;
-      return true;
-    }
+  const auto index = static_cast<std::uint32_t>(t.type);
+  if (index >= kTypeSlots || kTypeByValue[index].block_size == 0) return false;
+  const DataTypeTraits& traits = kTypeByValue[index];
+  if (t.ne[0] <= 0 || t.ne[1] <= 0 || t.ne[2] <= 0 || t.ne[3] <= 0) {
+    out = 0;
+    return true;
   }
-  const bool blocked = traits->block_size != 1;
-  Bytes total = traits->type_size;
+  const bool blocked = traits.block_size != 1;
+  Bytes total = traits.type_size;
   if (blocked) {
     if (__builtin_mul_overflow(static_cast<Bytes>(t.ne[0]), t.nb[0], &total)) return false;
-    total /= static_cast<Bytes>(traits->block_size);
+    total /= static_cast<Bytes>(traits.block_size);
   }
   for (int i = blocked ? 1 : 0; i < kMaxDims; ++i) {
     Bytes term = 0;
@@ -239,9 +241,9 @@ bool checked_nbytes(const Tensor& t, Bytes& out) {
   return true;
 }
 
-}  // namespace
-
-Status validate_graph(const Graph& graph) {
+// The checks with their messages: the first problem in a fixed order (lists, then per tensor
+// type, shape, op, size, sources, view source; then view ranges).
+Status diagnose_graph(const Graph& graph) {
   const std::size_t n = graph.tensors.size();
   if (n > static_cast<std::size_t>(std::numeric_limits<TensorId>::max())) {
     return invalid_argument("graph has " + std::to_string(n) + " tensors; at most 2^31-1 are supported");
@@ -345,6 +347,70 @@ Status validate_graph(const Graph& graph) {
     }
   }
   return Status::ok();
+}
+
+// The same checks without the messages, for the success path (reserve runs them every call):
+// true exactly when diagnose_graph finds nothing.
+bool passes_graph_checks(const Graph& graph) {
+  const std::size_t n = graph.tensors.size();
+  if (n > static_cast<std::size_t>(std::numeric_limits<TensorId>::max())) return false;
+  // Per tensor: its node position, or kLeaf / kNotListed (both below every position).
+  constexpr std::int32_t kLeaf = -1;
+  constexpr std::int32_t kNotListed = -2;
+  std::vector<std::int32_t> position(n, kNotListed);
+  for (const TensorId id : graph.leafs) {
+    if (static_cast<std::uint32_t>(id) >= n || position[static_cast<std::size_t>(id)] != kNotListed) return false;
+    position[static_cast<std::size_t>(id)] = kLeaf;
+  }
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const TensorId id = graph.nodes[i];
+    if (static_cast<std::uint32_t>(id) >= n || position[static_cast<std::size_t>(id)] != kNotListed) return false;
+    position[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(i);
+  }
+  bool any_view = false;
+  for (std::size_t t = 0; t < n; ++t) {
+    const Tensor& tensor = graph.tensors[t];
+    const auto type = static_cast<std::uint32_t>(tensor.type);
+    if (type >= kTypeSlots || kTypeByValue[type].block_size == 0) return false;
+    if ((tensor.ne[0] | tensor.ne[1] | tensor.ne[2] | tensor.ne[3]) < 0) return false;
+    if (static_cast<std::uint32_t>(tensor.op) >= static_cast<std::uint32_t>(Op::Count)) return false;
+    Bytes size = 0;
+    if (!size_cannot_overflow(tensor) && !checked_nbytes(tensor, size)) return false;
+    const std::int32_t own = position[t];
+    bool sources_ok = true;
+    detail::for_each_source(tensor, [&](int, TensorId src) {
+      const auto s = static_cast<std::uint32_t>(src);
+      if (s >= n || s == t) {
+        sources_ok = false;
+      } else if (own >= 0 && position[s] >= own) {
+        sources_ok = false;
+      }
+    });
+    if (!sources_ok) return false;
+    if (tensor.view_src != kNoTensor) {
+      if (static_cast<std::uint32_t>(tensor.view_src) >= n || static_cast<std::size_t>(tensor.view_src) == t) return false;
+      if (graph.tensors[static_cast<std::size_t>(tensor.view_src)].is_view()) return false;
+      any_view = true;
+    }
+  }
+  if (!any_view) return true;
+  // Every size is known not to overflow now, so the unchecked ggml_nbytes gives the same values.
+  for (const Tensor& tensor : graph.tensors) {
+    if (tensor.view_src == kNoTensor) continue;
+    Bytes end = 0;
+    if (__builtin_add_overflow(tensor.view_offs, tensor_nbytes(tensor), &end) ||
+        end > tensor_nbytes(graph.tensors[static_cast<std::size_t>(tensor.view_src)])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status validate_graph(const Graph& graph) {
+  if (passes_graph_checks(graph)) return Status::ok();
+  return diagnose_graph(graph);
 }
 
 }  // namespace galloc

@@ -3,66 +3,15 @@
 #include <algorithm>
 
 #include "galloc/planner.hpp"
+#include "tensor_sources.hpp"
 
 namespace galloc {
 
 namespace {
 
-// A multiply-rotate hash over the integers that make up a graph's topology: one multiply per
-// value, since alloc checks it on every call.
-class Fingerprint {
- public:
-  void add(std::uint64_t value) {
-    hash_ = (hash_ ^ value) * 0x9e3779b97f4a7c15ull;
-    hash_ ^= hash_ >> 29;
-  }
-  [[nodiscard]] std::uint64_t value() const { return hash_; }
-
- private:
-  std::uint64_t hash_ = 0x243f6a8885a308d3ull;
-};
-
-// Every tensor the walk reads: leafs, nodes and their sources, each once.
-std::vector<TensorId> touched_tensors(const Graph& graph) {
-  std::vector<char> seen(graph.tensors.size(), 0);
-  std::vector<TensorId> result;
-  auto visit = [&](TensorId id) {
-    if (id == kNoTensor || seen[static_cast<std::size_t>(id)]) return;
-    seen[static_cast<std::size_t>(id)] = 1;
-    result.push_back(id);
-  };
-  for (TensorId id : graph.leafs) visit(id);
-  for (TensorId id : graph.nodes) {
-    visit(id);
-    for (TensorId src : graph[id].src) visit(src);
-  }
-  return result;
-}
+constexpr std::uint32_t kWalkFlags = kFlagInput | kFlagOutput;
 
 }  // namespace
-
-std::uint64_t graph_structure_fingerprint(const Graph& graph) {
-  Fingerprint f;
-  f.add(graph.tensors.size());
-  f.add(graph.nodes.size());
-  f.add(graph.leafs.size());
-  for (TensorId id : graph.leafs) f.add(static_cast<std::uint64_t>(id));
-  // Two 32-bit values a word, since alloc checks this on every call.
-  auto pair = [](std::int32_t a, std::int32_t b) {
-    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32 | static_cast<std::uint32_t>(b);
-  };
-  for (TensorId id : graph.nodes) {
-    if (!graph.contains(id)) {
-      f.add(pair(id, -1));
-      continue;
-    }
-    const Tensor& t = graph[id];
-    f.add(pair(id, static_cast<std::int32_t>(t.op)));
-    f.add(pair(t.view_src, static_cast<std::int32_t>(t.flags & (kFlagInput | kFlagOutput))));
-    for (int s = 0; s < kMaxSources; s += 2) f.add(pair(t.src[static_cast<std::size_t>(s)], t.src[static_cast<std::size_t>(s) + 1]));
-  }
-  return f.value();
-}
 
 GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types,
                                GraphAllocatorOptions options)
@@ -79,22 +28,16 @@ GraphAllocator::~GraphAllocator() = default;
 GraphAllocator::GraphAllocator(GraphAllocator&&) noexcept = default;
 GraphAllocator& GraphAllocator::operator=(GraphAllocator&&) noexcept = default;
 
-Result<Plan> GraphAllocator::make_reservation_plan(const Graph& graph,
-                                                   const BufferAssignment& assignment) const {
+Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {
   auto planned = plan_graph(graph, types_, assignment, options_.placement);
   if (!planned) return planned.status();
-  return std::move(planned->plan);
-}
-
-Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {
-  auto plan = make_reservation_plan(graph, assignment);
-  if (!plan) return plan.status();
+  const Plan& plan = planned->plan;
 
   // Allocate every buffer that must grow before releasing anything, so a failure leaves
   // the previous buffers and plan in place.
   std::vector<std::pair<std::size_t, std::vector<std::unique_ptr<Buffer>>>> grown;
-  for (std::size_t b = 0; b < plan->buffers.size(); ++b) {
-    const BufferPlan& buffer = plan->buffers[b];
+  for (std::size_t b = 0; b < plan.buffers.size(); ++b) {
+    const BufferPlan& buffer = plan.buffers[b];
     if (buffer.shared) continue;
     const auto a = static_cast<std::size_t>(buffer.allocator);
     // ggml also grows when a chunk is new; a new chunk of 0 bytes must exist too.
@@ -120,35 +63,78 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
   }
   for (auto& [a, chunks] : grown) buffers_[a] = std::move(chunks);
   std::fill(reserved_once_.begin(), reserved_once_.end(), true);
-  structure_ = graph_structure_fingerprint(graph);
-  touched_ = touched_tensors(graph);
-  plan_ = std::move(plan).value();
+  plan_ = std::move(planned->plan);
+  record_replay(graph, planned->lifetimes);
   return Status::ok();
+}
+
+void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetimes) {
+  first_chunk_.clear();
+  std::uint32_t chunk_count = 0;
+  for (const auto& chunks : buffers_) {
+    first_chunk_.push_back(chunk_count);
+    chunk_count += static_cast<std::uint32_t>(chunks.size());
+  }
+  chunk_bases_.assign(chunk_count, nullptr);
+
+  reserved_nodes_ = graph.nodes;
+  reserved_leafs_ = graph.leafs;
+  // A slot for every tensor the walk reads (leafs, nodes and their sources), in id order so
+  // that alloc goes through the tensors front to back, once.
+  seen_.assign(graph.tensors.size(), 0);
+  for (TensorId id : graph.nodes) seen_[static_cast<std::size_t>(id)] = 1;
+  slots_.clear();
+  node_shapes_.clear();
+  for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (!lifetimes.tensor_read[t]) continue;
+    const Tensor& tensor = graph.tensors[t];
+    const TensorPlacement& placement = plan_->tensors[t];
+    ReplaySlot& slot = slots_.emplace_back();
+    slot.id = static_cast<TensorId>(t);
+    slot.view_src = tensor.view_src;
+    slot.flags = tensor.flags & kWalkFlags;
+    if (seen_[t]) {  // a node
+      slot.shape = static_cast<std::int32_t>(node_shapes_.size());
+      node_shapes_.push_back({tensor.op, tensor.src});
+    }
+    if (placement.planned()) {
+      const auto a = static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(placement.buffer)]);
+      slot.buffer = placement.buffer;
+      slot.chunk = first_chunk_[a] + static_cast<std::uint32_t>(placement.chunk);
+      slot.offset = placement.offset;
+      slot.size = placement.size;
+    }
+  }
 }
 
 Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph,
                                                    const BufferAssignment& assignment) const {
-  auto plan = make_reservation_plan(graph, assignment);
-  if (!plan) return plan.status();
+  auto planned = plan_graph(graph, types_, assignment, options_.placement);
+  if (!planned) return planned.status();
   std::vector<Bytes> sizes;
-  for (const BufferPlan& buffer : plan->buffers) sizes.push_back(buffer.size());
+  for (const BufferPlan& buffer : planned->plan.buffers) sizes.push_back(buffer.size());
   return sizes;
 }
 
 bool GraphAllocator::needs_reserve(const Graph& graph) const {
   if (!plan_) return true;
-  if (graph.nodes.size() != plan_->nodes.size() || graph.leafs.size() != plan_->leafs.size() ||
-      graph.tensors.size() != plan_->tensors.size()) {
+  if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
+      graph.leafs != reserved_leafs_) {
     return true;
   }
-  if (graph_structure_fingerprint(graph) != structure_) return true;
-  // Same topology, so the same tensors are read: each must still fit the slot it was given,
-  // and one that had memory or was a view at reserve time must still have or be one.
-  for (TensorId id : touched_) {
-    const Tensor& t = graph[id];
+  // The same lists, so every id below is one the reserve validated, and the same tensors are
+  // read if every node keeps its op and sources. Each read tensor must also keep its view
+  // source and flags and still fit its slot; one that had memory or was a view at reserve
+  // time and now needs memory has no slot.
+  for (const ReplaySlot& slot : slots_) {
+    const Tensor& t = graph[slot.id];
+    if (t.view_src != slot.view_src || (t.flags & kWalkFlags) != slot.flags) return true;
+    if (slot.shape >= 0) {
+      const NodeShape& shape = node_shapes_[static_cast<std::size_t>(slot.shape)];
+      if (t.op != shape.op || !detail::same_sources(t, shape.src)) return true;
+    }
     if (t.has_memory || t.is_view()) continue;
-    const TensorPlacement& slot = plan_->tensors[static_cast<std::size_t>(id)];
-    if (!slot.planned()) return true;
+    if (slot.buffer < 0) return true;
     if (types_[static_cast<std::size_t>(slot.buffer)]->alloc_size(t) > slot.size) return true;
   }
   return false;
@@ -164,17 +150,18 @@ Status GraphAllocator::alloc(Graph& graph) {
     }
     GALLOC_RETURN_IF_ERROR(reserve(graph));
   }
-  const Plan& plan = *plan_;
-  for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
-    Tensor& tensor = graph.tensors[t];
-    const TensorPlacement& slot = plan.tensors[t];
-    if (tensor.has_memory || tensor.is_view() || !slot.planned()) continue;
-    const auto& chunks = buffers_[static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(slot.buffer)])];
-    tensor.data = chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset;
+  for (std::size_t a = 0; a < buffers_.size(); ++a) {
+    for (std::size_t c = 0; c < buffers_[a].size(); ++c) chunk_bases_[first_chunk_[a] + c] = buffers_[a][c]->base();
+  }
+  // Only read tensors are planned, and alloc places exactly those.
+  for (const ReplaySlot& slot : slots_) {
+    Tensor& tensor = graph.tensors[static_cast<std::size_t>(slot.id)];
+    if (tensor.has_memory || tensor.is_view() || slot.buffer < 0) continue;
+    tensor.data = chunk_bases_[slot.chunk] + slot.offset;
   }
   for (Tensor& tensor : graph.tensors) {
-    // The fingerprint covers the nodes' view sources only; a tensor outside the lists may
-    // name anything, so check before following it.
+    // A tensor outside the lists may name anything as its view source (the reserve did not
+    // read it), so check before following it.
     if (!tensor.is_view() || tensor.has_memory || !graph.contains(tensor.view_src)) continue;
     const Tensor& source = graph[tensor.view_src];
     tensor.data = source.data == nullptr ? nullptr : static_cast<std::byte*>(source.data) + tensor.view_offs;

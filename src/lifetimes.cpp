@@ -1,7 +1,12 @@
 #include "galloc/lifetimes.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <span>
 #include <string>
+
+#include "tensor_sources.hpp"
 
 namespace galloc {
 
@@ -44,7 +49,18 @@ Status check_buffer_ids(std::span<const BufferId> ids, std::size_t expected, std
 class LivenessWalk {
  public:
   LivenessWalk(const Graph& graph, std::span<const BufferType* const> buffer_types, Lifetimes& out)
-      : graph_(graph), types_(buffer_types), out_(out), state_(graph.tensors.size()) {}
+      : graph_(graph), types_(buffer_types), out_(out), state_(graph.tensors.size()) {
+    // The flags the walk tests at random, copied next to the counts: the tensors themselves
+    // are several times larger and would be pulled through the cache again and again.
+    for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
+      const Tensor& tensor = graph.tensors[t];
+      TensorState& state = state_[t];
+      state.view_src = tensor.view_src;
+      state.bits = static_cast<std::uint8_t>((tensor.is_view() ? kView : 0) | (tensor.is_input() ? kInput : 0) |
+                                             (tensor.is_output() ? kOutput : 0) |
+                                             (tensor.has_memory ? kHasMemory : 0));
+    }
+  }
 
   void run(const BufferAssignment& assignment, const LifetimeOptions& options) {
     auto node_buffer = [&](std::size_t i) {
@@ -53,53 +69,66 @@ class LivenessWalk {
     auto leaf_buffer = [&](std::size_t i) {
       return assignment.leaf_buffer_ids.empty() ? 0 : assignment.leaf_buffer_ids[i];
     };
+    const std::size_t n_nodes = graph_.nodes.size();
+    // Most walks allocate about one storage object per listed tensor and free each once.
+    out_.storages.reserve(n_nodes + graph_.leafs.size());
+    out_.events.reserve(2 * (n_nodes + graph_.leafs.size()));
 
     if (options.defer_written_leafs) mark_written_leafs(leaf_buffer);
 
     // Leafs first: the application may use them outside the graph too.
     for (std::size_t i = 0; i < graph_.leafs.size(); ++i) {
       const TensorId leaf = graph_.leafs[i];
-      if (state_[static_cast<std::size_t>(leaf)].deferred_buffer < 0) allocate(leaf, leaf_buffer(i));
+      TensorState& state = state_[static_cast<std::size_t>(leaf)];
+      state.bits |= kRead;
+      if (state.deferred_buffer < 0) allocate(leaf, leaf_buffer(i));
     }
 
     // Count children and views; allocate explicit inputs before anything can overwrite them.
-    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+    // The nodes' sources are gathered on the way (nodes have up to 10 slots, most of them
+    // empty), so the passes below read only the ones that are set.
+    src_begin_.resize(n_nodes + 1);
+    srcs_.reserve(3 * n_nodes);
+    for (std::size_t i = 0; i < n_nodes; ++i) {
+      src_begin_[i] = static_cast<std::uint32_t>(srcs_.size());
       const TensorId id = graph_.nodes[i];
       const Tensor& node = graph_[id];
+      state_[id].bits |= kRead;
       // A view with op NONE only carries dependencies for ggml-backend; it is no real user.
       if (node.is_view() && node.op != Op::None) state_[node.view_src].n_views += 1;
       if (node.is_input()) allocate(id, node_buffer(i));
-      for (TensorId src : node.src) {
-        if (src == kNoTensor) continue;
-        state_[src].n_children += 1;
-        if (graph_[src].is_input()) allocate(src, node_buffer(i));
-      }
+      detail::for_each_source(node, [&](int, TensorId src) {
+        srcs_.push_back(src);
+        TensorState& source = state_[src];
+        source.bits |= kRead;
+        source.n_children += 1;
+        if (source.bits & kInput) allocate(src, node_buffer(i));
+      });
     }
+    src_begin_[n_nodes] = static_cast<std::uint32_t>(srcs_.size());
 
-    out_.node_step.resize(graph_.nodes.size());
-    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+    out_.node_step.resize(n_nodes);
+    for (std::size_t i = 0; i < n_nodes; ++i) {
       const TensorId id = graph_.nodes[i];
-      const Tensor& node = graph_[id];
       const BufferId buffer = node_buffer(i);
-      if (node.is_view()) allocate_deferred(node.view_src);
-      for (TensorId src : node.src) {
-        if (src == kNoTensor) continue;
+      const std::span<const TensorId> sources = sources_of(i);
+      if (state_[id].bits & kView) allocate_deferred(state_[id].view_src);
+      for (TensorId src : sources) {
         if (!allocate_deferred(src)) allocate(src, buffer);
       }
       allocate(id, buffer);
       out_.node_step[i] = static_cast<Step>(out_.events.size());
 
-      for (TensorId src : node.src) {
-        if (src == kNoTensor) continue;
+      for (TensorId src : sources) {
         TensorState& parent = state_[src];
         parent.n_children -= 1;
-        if (parent.n_children != 0 || parent.n_views != 0) continue;
-        if (graph_[src].is_view()) {
-          const TensorId root = graph_[src].view_src;
+        if ((parent.n_children | parent.n_views) != 0) continue;  // one branch: zero only if both are
+        if (parent.bits & kView) {
+          const TensorId root = parent.view_src;
           TensorState& source = state_[root];
           source.n_views -= 1;
-          if (source.n_views == 0 && source.n_children == 0 && source.owned) release(root);
-        } else if (parent.owned) {
+          if (source.n_views == 0 && source.n_children == 0 && (source.bits & kOwned)) release(root);
+        } else if (parent.bits & kOwned) {
           release(src);
         }
       }
@@ -109,24 +138,60 @@ class LivenessWalk {
     for (StorageObject& storage : out_.storages) {
       if (storage.live.upper < 0) storage.live.upper = end;
     }
-    out_.tensor_storage.resize(graph_.tensors.size());
-    out_.tensor_buffer.resize(graph_.tensors.size());
-    for (std::size_t t = 0; t < graph_.tensors.size(); ++t) {
-      out_.tensor_storage[t] = state_[t].storage;
-      out_.tensor_buffer[t] = state_[t].storage < 0 ? -1 : state_[t].buffer;
+    const std::size_t n = graph_.tensors.size();
+    out_.tensor_storage.resize(n);
+    out_.tensor_buffer.resize(n);
+    out_.tensor_size.resize(n);
+    out_.tensor_read.resize(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      const TensorState& state = state_[t];
+      out_.tensor_read[t] = (state.bits & kRead) ? 1 : 0;
+      out_.tensor_storage[t] = state.storage;
+      out_.tensor_buffer[t] = state.storage < 0 ? -1 : state.buffer;
+      out_.tensor_size[t] = state.storage < 0 ? 0 : raw_size(state.buffer, static_cast<TensorId>(t));
     }
   }
 
+  // The first leaf, node or node source (in that order) that is a view of a tensor nothing
+  // allocates and that has no memory; kNoTensor if there is none. Valid after run.
+  [[nodiscard]] TensorId view_without_memory() const {
+    auto bad = [&](TensorId id) {
+      const TensorState& state = state_[static_cast<std::size_t>(id)];
+      if (!(state.bits & kView)) return false;
+      const TensorState& root = state_[static_cast<std::size_t>(state.view_src)];
+      return !(root.bits & kHasMemory) && root.storage < 0;
+    };
+    for (TensorId id : graph_.leafs) {
+      if (bad(id)) return id;
+    }
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      if (bad(graph_.nodes[i])) return graph_.nodes[i];
+      for (TensorId src : sources_of(i)) {
+        if (bad(src)) return src;
+      }
+    }
+    return kNoTensor;
+  }
+
  private:
+  // TensorState::bits
+  static constexpr std::uint8_t kOwned = 1;  // ggml's hash_node.allocated: it owns `storage` now
+  static constexpr std::uint8_t kView = 2;   // the rest copy the tensor
+  static constexpr std::uint8_t kInput = 4;
+  static constexpr std::uint8_t kOutput = 8;
+  static constexpr std::uint8_t kHasMemory = 16;
+  static constexpr std::uint8_t kRead = 32;  // a leaf, a node or a node's source
+
   struct TensorState {
+    Bytes size = 0;                 // the alloc size for buffer id `sized_for`
     int n_children = 0;
     int n_views = 0;
     BufferId buffer = -1;
     StorageId storage = -1;
-    bool owned = false;  // ggml's hash_node.allocated: this tensor owns `storage` now
     BufferId deferred_buffer = -1;  // a written-first leaf, allocated at its first write
-    BufferId sized_for = -1;        // `size` is the alloc size for this buffer id
-    Bytes size = 0;
+    BufferId sized_for = -1;
+    TensorId view_src = kNoTensor;
+    std::uint8_t bits = 0;
   };
 
   // A CPY whose destination view is all of `leaf` (ggml_cpy(a, b) is a view of the whole of b
@@ -150,9 +215,7 @@ class LivenessWalk {
         seen[static_cast<std::size_t>(node.view_src)] = 1;
         first_is_write[static_cast<std::size_t>(node.view_src)] = overwrites_whole(node, node.view_src) ? 1 : 0;
       }
-      for (TensorId src : node.src) {
-        if (src != kNoTensor) seen[static_cast<std::size_t>(src)] = 1;
-      }
+      detail::for_each_source(node, [&](int, TensorId src) { seen[static_cast<std::size_t>(src)] = 1; });
     }
     for (std::size_t i = 0; i < graph_.leafs.size(); ++i) {
       const auto leaf = static_cast<std::size_t>(graph_.leafs[i]);
@@ -194,21 +257,20 @@ class LivenessWalk {
   }
 
   void allocate(TensorId id, BufferId buffer) {
-    const Tensor& tensor = graph_[id];
     TensorState& state = state_[id];
-    if (tensor.has_memory || state.owned || tensor.is_view()) return;
-    state.owned = true;
+    if (state.bits & (kHasMemory | kOwned | kView)) return;
+    state.bits |= kOwned;
+    const Tensor& tensor = graph_[id];
 
     if (op_can_inplace(tensor.op)) {
-      for (TensorId src : tensor.src) {
-        if (src == kNoTensor || !state_[src].owned) continue;
-        const Tensor& parent = graph_[src];
+      for (std::uint32_t mask = detail::source_mask(tensor); mask != 0; mask &= mask - 1) {
+        const TensorId src = tensor.src[static_cast<std::size_t>(std::countr_zero(mask))];
+        TensorState& parent_state = state_[src];
         // Upstream also tries a view parent here, but views are never owned, so that branch
         // cannot run; owned parents are never views.
-        if (parent.is_output()) continue;
-        if (!same_layout(tensor, parent)) continue;
-        TensorState& parent_state = state_[src];
+        if (!(parent_state.bits & kOwned) || (parent_state.bits & kOutput)) continue;
         if (parent_state.n_children != 1 || parent_state.n_views != 0) continue;
+        if (!same_layout(tensor, graph_[src])) continue;
         // Upstream asserts the child is no larger than the parent; galloc simply does not
         // reuse then.
         const Bytes parent_raw = raw_size(parent_state.buffer, src);
@@ -217,7 +279,7 @@ class LivenessWalk {
 
         state.buffer = parent_state.buffer;
         state.storage = parent_state.storage;
-        parent_state.owned = false;
+        parent_state.bits &= static_cast<std::uint8_t>(~kOwned);
         const Bytes parent_size = aligned_size(parent_state.buffer, src);
         const Bytes child_size = aligned_size(parent_state.buffer, id);
         if (parent_size > child_size) {
@@ -229,34 +291,37 @@ class LivenessWalk {
       }
     }
 
-    StorageObject storage;
+    StorageObject& storage = out_.storages.emplace_back();
     storage.allocator = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
     storage.buffer = buffer;
     storage.size = aligned_size(buffer, id);
     storage.live = {static_cast<Step>(out_.events.size()), -1};
     storage.first_tensor = id;
     state.buffer = buffer;
-    state.storage = static_cast<StorageId>(out_.storages.size());
-    out_.storages.push_back(std::move(storage));
-    out_.events.push_back({LifetimeEvent::Kind::kAllocate, state.storage, 0,
-                           out_.storages.back().size});
+    state.storage = static_cast<StorageId>(out_.storages.size() - 1);
+    out_.events.push_back({LifetimeEvent::Kind::kAllocate, state.storage, 0, storage.size});
   }
 
   // ggml_gallocr_free_node: outputs are never freed.
   void release(TensorId id) {
-    const Tensor& tensor = graph_[id];
-    if (tensor.is_output()) return;
     TensorState& state = state_[id];
+    if (state.bits & kOutput) return;
     StorageObject& storage = out_.storages[static_cast<std::size_t>(state.storage)];
     storage.live.upper = static_cast<Step>(out_.events.size());
     emit_free(state.storage, 0, aligned_size(state.buffer, id));
-    state.owned = false;
+    state.bits &= static_cast<std::uint8_t>(~kOwned);
+  }
+
+  [[nodiscard]] std::span<const TensorId> sources_of(std::size_t node) const {
+    return {srcs_.data() + src_begin_[node], srcs_.data() + src_begin_[node + 1]};
   }
 
   const Graph& graph_;
   std::span<const BufferType* const> types_;
   Lifetimes& out_;
   std::vector<TensorState> state_;
+  std::vector<TensorId> srcs_;             // the set sources of every node, node after node
+  std::vector<std::uint32_t> src_begin_;  // per node: where its sources start in srcs_
 };
 
 }  // namespace
@@ -268,6 +333,11 @@ namespace {
 // while children are still being counted leaves the leaf to be allocated again later.
 void number_storages_by_first_tensor(Lifetimes& lifetimes, std::size_t n_tensors) {
   const std::size_t n = lifetimes.storages.size();
+  const bool numbered = std::is_sorted(lifetimes.storages.begin(), lifetimes.storages.end(),
+                                       [](const StorageObject& a, const StorageObject& b) {
+                                         return a.first_tensor < b.first_tensor;
+                                       });
+  if (numbered) return;  // created in first-tensor order already (a stable sort keeps it)
   std::vector<std::size_t> start(n_tensors + 1, 0);
   for (const StorageObject& storage : lifetimes.storages) start[static_cast<std::size_t>(storage.first_tensor) + 1] += 1;
   for (std::size_t t = 0; t < n_tensors; ++t) start[t + 1] += start[t];
@@ -287,21 +357,11 @@ void number_storages_by_first_tensor(Lifetimes& lifetimes, std::size_t n_tensors
 // A view reads and writes its root's memory. The walk allocates only nodes, leafs and
 // sources, so a root that is none of them and has no memory of its own would leave the view
 // pointing nowhere (upstream then skips the view and the backend writes through NULL).
-Status check_view_roots_have_memory(const Graph& graph, const Lifetimes& lifetimes) {
-  auto check = [&](TensorId id) -> Status {
-    if (id == kNoTensor || !graph[id].is_view()) return Status::ok();
-    const TensorId root = graph[id].view_src;
-    if (graph[root].has_memory || lifetimes.tensor_storage[static_cast<std::size_t>(root)] >= 0) return Status::ok();
-    return invalid_argument(describe_tensor(graph, id) + " is a view of " + describe_tensor(graph, root) +
-                            ", which nothing allocates: it is no leaf, no node, no node's source and has no "
-                            "memory; list it as a leaf or mark it has_memory");
-  };
-  for (TensorId id : graph.leafs) GALLOC_RETURN_IF_ERROR(check(id));
-  for (TensorId id : graph.nodes) {
-    GALLOC_RETURN_IF_ERROR(check(id));
-    for (TensorId src : graph[id].src) GALLOC_RETURN_IF_ERROR(check(src));
-  }
-  return Status::ok();
+Status view_without_memory_error(const Graph& graph, TensorId id) {
+  const TensorId root = graph[id].view_src;
+  return invalid_argument(describe_tensor(graph, id) + " is a view of " + describe_tensor(graph, root) +
+                          ", which nothing allocates: it is no leaf, no node, no node's source and has no "
+                          "memory; list it as a leaf or mark it has_memory");
 }
 
 }  // namespace
@@ -334,8 +394,13 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph,
       lifetimes.allocators.push_back({buffer_types[i]->alignment(), buffer_types[i]->max_size()});
     }
   }
-  LivenessWalk(graph, buffer_types, lifetimes).run(assignment, options);
-  GALLOC_RETURN_IF_ERROR(check_view_roots_have_memory(graph, lifetimes));
+  {
+    LivenessWalk walk(graph, buffer_types, lifetimes);
+    walk.run(assignment, options);
+    if (const TensorId view = walk.view_without_memory(); view != kNoTensor) {
+      return view_without_memory_error(graph, view);
+    }
+  }
   number_storages_by_first_tensor(lifetimes, graph.tensors.size());
   return lifetimes;
 }

@@ -32,16 +32,16 @@ Plan make_plan(const Graph& graph, std::span<const BufferType* const> buffer_typ
                const Lifetimes& lifetimes, const Placement& placement, std::string strategy) {
   Plan plan;
   plan.strategy = std::move(strategy);
-  plan.nodes = graph.nodes;
-  plan.leafs = graph.leafs;
   plan.tensors.resize(graph.tensors.size());
+  const bool sized = lifetimes.tensor_size.size() == graph.tensors.size();
   for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
     const StorageId s = lifetimes.tensor_storage[t];
     if (s < 0) continue;
     const BufferId b = lifetimes.tensor_buffer[t];
     const ChunkAddress address = placement.storage_address[static_cast<std::size_t>(s)];
-    plan.tensors[t] = {b, address.chunk, address.offset,
-                       buffer_types[static_cast<std::size_t>(b)]->alloc_size(graph.tensors[t])};
+    const Bytes size = sized ? lifetimes.tensor_size[t]
+                             : buffer_types[static_cast<std::size_t>(b)]->alloc_size(graph.tensors[t]);
+    plan.tensors[t] = {b, address.chunk, address.offset, size};
   }
   const auto lower = live_lower_bound(lifetimes);
   const auto no_reuse = no_reuse_size(lifetimes);

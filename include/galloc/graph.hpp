@@ -116,10 +116,36 @@ struct Tensor {
   [[nodiscard]] bool is_output() const { return (flags & kFlagOutput) != 0; }
 };
 
+namespace detail {
+// Block size and bytes per block by ggml's type value (block_size 0: a value ggml does not
+// define). Defined in graph.cpp, declared here so that tensor_nbytes inlines: every reserve
+// and every alloc asks it for every tensor.
+struct TypeSize {
+  std::int64_t block_size;
+  Bytes type_size;
+};
+inline constexpr std::size_t kTypeSlots = 64;
+extern const std::array<TypeSize, kTypeSlots> kTypeSizes;
+}  // namespace detail
+
 // Bytes spanned by a tensor's elements (ggml_nbytes); 0 when a dimension is empty.
-[[nodiscard]] Bytes tensor_nbytes(const Tensor& tensor);
+[[nodiscard]] inline Bytes tensor_nbytes(const Tensor& tensor) {
+  const auto index = static_cast<std::uint32_t>(tensor.type);
+  if (index >= detail::kTypeSlots) return 0;
+  const detail::TypeSize& type = detail::kTypeSizes[index];
+  if (type.block_size == 0 || tensor.ne[0] <= 0 || tensor.ne[1] <= 0 || tensor.ne[2] <= 0 || tensor.ne[3] <= 0) {
+    return 0;
+  }
+  const Bytes rest = static_cast<Bytes>(tensor.ne[1] - 1) * tensor.nb[1] +
+                     static_cast<Bytes>(tensor.ne[2] - 1) * tensor.nb[2] +
+                     static_cast<Bytes>(tensor.ne[3] - 1) * tensor.nb[3];
+  if (type.block_size == 1) return type.type_size + static_cast<Bytes>(tensor.ne[0] - 1) * tensor.nb[0] + rest;
+  return static_cast<Bytes>(tensor.ne[0]) * tensor.nb[0] / static_cast<Bytes>(type.block_size) + rest;
+}
 // Same type, shape and strides (ggml_are_same_layout).
-[[nodiscard]] bool same_layout(const Tensor& a, const Tensor& b);
+[[nodiscard]] inline bool same_layout(const Tensor& a, const Tensor& b) {
+  return a.type == b.type && a.ne == b.ne && a.nb == b.nb;
+}
 // Contiguous strides for a type and shape (ggml_new_tensor's nb).
 [[nodiscard]] std::array<Bytes, kMaxDims> contiguous_strides(DataType type,
                                                              const std::array<std::int64_t, kMaxDims>& ne);

@@ -7,6 +7,7 @@
 //   std::printf("compute buffer: %zu bytes\n", size_t(allocator.buffer_size(0)));
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,7 +49,9 @@ class GraphAllocator {
   // Places the graph's tensors at the reserved offsets, reserving first when the graph no
   // longer fits the reservation and there is a single buffer id.
   Status alloc(Graph& graph);
-  // True when `graph` does not fit the current reservation (counts, sizes, or structure).
+  // True when `graph` does not fit the current reservation: other lists, another op or source
+  // of a node, another view source or input/output flag of a tensor the walk reads, a tensor
+  // larger than its slot, or one that needs a slot and has none (it had memory or was a view).
   [[nodiscard]] bool needs_reserve(const Graph& graph) const;
 
   // Bytes of the buffer for `id`; 0 for an id that shares an earlier id's buffer.
@@ -60,8 +63,26 @@ class GraphAllocator {
   [[nodiscard]] std::vector<Buffer*> chunks(BufferId id) const;
 
  private:
-  [[nodiscard]] Result<Plan> make_reservation_plan(const Graph& graph,
-                                                   const BufferAssignment& assignment) const;
+  // Records what alloc must check and write for the graph just reserved.
+  void record_replay(const Graph& graph, const Lifetimes& lifetimes);
+
+  // One per tensor the walk reads (leafs, nodes, their sources; each once), as the reserve
+  // saw it: alloc re-checks these fields and writes `data` from the address.
+  struct ReplaySlot {
+    TensorId id = kNoTensor;
+    TensorId view_src = kNoTensor;
+    std::uint32_t flags = 0;   // input and output bits: they change the walk
+    BufferId buffer = -1;      // -1: not planned (it had memory or was a view)
+    std::uint32_t chunk = 0;   // index into chunk_bases_
+    std::int32_t shape = -1;   // a node's index into node_shapes_; -1 for the others
+    Offset offset = 0;
+    Bytes size = 0;            // the slot's bytes: a larger tensor needs a reserve
+  };
+  // A node's op and sources at reserve time.
+  struct NodeShape {
+    Op op = Op::None;
+    std::array<TensorId, kMaxSources> src{};
+  };
 
   std::vector<const BufferType*> types_;
   std::vector<AllocatorId> allocator_of_;
@@ -70,12 +91,15 @@ class GraphAllocator {
   std::vector<std::vector<std::unique_ptr<Buffer>>> buffers_;
   std::optional<Plan> plan_;
   std::vector<bool> reserved_once_;  // per allocator: ggml keeps a (maybe empty) buffer after the first reserve
-  std::uint64_t structure_ = 0;      // fingerprint of the reserved graph's topology
-  std::vector<TensorId> touched_;    // leafs, nodes and sources of the reserved graph, once each
+  // The reserved graph's structure, kept exactly rather than hashed: any other topology
+  // (llama.cpp issue 28448: same sizes, other sources) is caught by comparing field by field.
+  std::vector<TensorId> reserved_nodes_;
+  std::vector<TensorId> reserved_leafs_;
+  std::vector<ReplaySlot> slots_;         // in tensor id order
+  std::vector<NodeShape> node_shapes_;    // per node, in tensor id order
+  std::vector<std::uint8_t> seen_;        // record_replay's scratch, per tensor
+  std::vector<std::byte*> chunk_bases_;   // every chunk of every allocator; refreshed by alloc
+  std::vector<std::uint32_t> first_chunk_;  // per allocator: its first index in chunk_bases_
 };
-
-// The topology of a graph (ops, sources, views, flags, list positions), without sizes: two
-// graphs with the same fingerprint can share a plan if the new sizes are no larger.
-[[nodiscard]] std::uint64_t graph_structure_fingerprint(const Graph& graph);
 
 }  // namespace galloc

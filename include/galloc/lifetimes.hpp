@@ -55,6 +55,12 @@ struct Lifetimes {
   std::vector<LifetimeEvent> events;          // one per step
   std::vector<StorageId> tensor_storage;      // per tensor; -1: view, existing memory, or unused
   std::vector<BufferId> tensor_buffer;        // per tensor; -1 where tensor_storage is -1
+  // Per tensor: the buffer type's alloc_size for it in tensor_buffer (0 where tensor_storage is
+  // -1), so the plan need not ask again. May be empty (lifetimes built by hand).
+  std::vector<Bytes> tensor_size;
+  // Per tensor: 1 when the walk reads it (a leaf, a node, or a node's source), else 0. May be
+  // empty (lifetimes built by hand).
+  std::vector<std::uint8_t> tensor_read;
   std::vector<Step> node_step;                // per node: the step count when it is computed
   std::size_t deferred_leafs = 0;             // leafs allocated at their first write (options)
 

@@ -36,8 +36,6 @@ struct Plan {
   std::string strategy;
   std::vector<TensorPlacement> tensors;  // per tensor id
   std::vector<BufferPlan> buffers;       // per buffer id
-  std::vector<TensorId> nodes;           // copies of the graph's lists, for replay checks
-  std::vector<TensorId> leafs;
 
   // Memory of all distinct buffers (shared ids counted once).
   [[nodiscard]] Bytes total_size() const;

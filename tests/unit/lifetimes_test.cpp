@@ -150,6 +150,32 @@ TEST_F(LifetimesTest, InputNodeTakesALeafWhileChildrenAreCounted) {
   EXPECT_EQ(placement.storage_address.size(), 3u);
 }
 
+// tensor_read marks leafs, nodes and node sources only; tensor_size is the buffer type's
+// alloc size (padding included) where a tensor has storage, 0 elsewhere.
+TEST_F(LifetimesTest, ReadTensorsAndTheirAllocSizes) {
+  type_.set_alloc_padding(8);
+  const TensorId x = input("x", 16);
+  const TensorId unlisted_source = g_.add(g_.new_tensor("s", DataType::F32, {16}));
+  const TensorId unused = g_.add(g_.new_tensor("unused", DataType::F32, {16}));
+  const TensorId w = g_.add_leaf(g_.new_tensor("w", DataType::F32, {16}));
+  g_[w].has_memory = true;
+  const TensorId a = node("a", Op::MulMat, 16, {x, unlisted_source});
+  const TensorId v = g_.add_node(g_.new_view("v", Op::View, a, 0, {8}));
+  const TensorId out = node("out", Op::Cont, 8, {v, w});
+  g_[out].flags |= kFlagOutput;
+  const Lifetimes l = analyze();
+  ASSERT_EQ(l.tensor_read.size(), g_.tensors.size());
+  ASSERT_EQ(l.tensor_size.size(), g_.tensors.size());
+  for (TensorId t : {x, unlisted_source, w, a, v, out}) EXPECT_EQ(l.tensor_read[static_cast<std::size_t>(t)], 1) << t;
+  EXPECT_EQ(l.tensor_read[static_cast<std::size_t>(unused)], 0);
+  for (std::size_t t = 0; t < g_.tensors.size(); ++t) {
+    const Bytes expected = l.tensor_storage[t] >= 0 ? type_.alloc_size(g_.tensors[t]) : 0;
+    EXPECT_EQ(l.tensor_size[t], expected) << g_.tensors[t].name;
+  }
+  EXPECT_EQ(l.tensor_size[static_cast<std::size_t>(x)], 64u + 8u);
+  EXPECT_EQ(l.tensor_size[static_cast<std::size_t>(v)], 0u) << "a view has no storage";
+}
+
 // Buffer ids sharing a buffer type share one allocator.
 TEST(AllocatorsOf, DuplicatesShare) {
   NullBufferType a, b;
