@@ -3,8 +3,17 @@
 // Semantics follow upstream ggml-alloc exactly (block choice, tie breaks, the reuse-factor
 // rule for the last block of each chunk, coalescing on free), except that there is no cap on
 // free blocks (ggml: 256, then abort) and none on chunks (ggml: 16, the last one unbounded).
+//
+// Without the caps upstream's scans are O(blocks + chunks) per call. Small free lists keep
+// upstream's arrays and scans (the fastest for the few blocks a typical graph has); past
+// kIndexThreshold blocks + chunks the allocator moves to search trees that give the same
+// answers in O(log n) (src/dynamic_allocator.cpp explains why they agree). Free lists that
+// only odd input produces (empty or overlapping free blocks: frees of 0 bytes or of free
+// memory) stay with the arrays, where upstream's behaviour is defined by its scans.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "galloc/types.hpp"
@@ -22,15 +31,24 @@ class DynamicAllocator {
   // max_chunk_size: the buffer type's max size (kUnlimited for none); clamped to 2^63 - 1 as
   // ggml does, so offsets never overflow.
   DynamicAllocator(Bytes alignment, Bytes max_chunk_size);
+  DynamicAllocator(const DynamicAllocator& other);
+  DynamicAllocator(DynamicAllocator&& other) noexcept;
+  DynamicAllocator& operator=(const DynamicAllocator& other);
+  DynamicAllocator& operator=(DynamicAllocator&& other) noexcept;
+  ~DynamicAllocator();
+
+  // Free blocks + chunks above which the search trees replace the scans.
+  static constexpr std::size_t kIndexThreshold = 128;
 
   // Never fails: a request that fits no chunk opens a new one (larger than max_chunk_size
   // only when the request itself is).
   ChunkAddress allocate(Bytes size);
-  // Returns [address, address + size) to the free list, merging with neighbours.
+  // Returns [address, address + size) to the free list, merging with neighbours. A chunk
+  // that does not exist is ignored.
   void free(ChunkAddress address, Bytes size);
   void reset();
 
-  [[nodiscard]] int chunk_count() const { return static_cast<int>(chunks_.size()); }
+  [[nodiscard]] int chunk_count() const { return static_cast<int>(high_water_.size()); }
   // High-water mark of a chunk: the bytes a backend buffer for it needs (0 past the end).
   [[nodiscard]] Bytes chunk_size(ChunkId chunk) const;
   [[nodiscard]] std::vector<Bytes> chunk_sizes() const;
@@ -39,22 +57,32 @@ class DynamicAllocator {
   [[nodiscard]] Bytes max_chunk_size() const { return max_chunk_size_; }
   // Free blocks of a chunk, sorted by offset (for tests and diagnostics).
   [[nodiscard]] std::vector<Interval<Offset>> free_blocks(ChunkId chunk) const;
+  // Whether the search trees are in use (for tests and diagnostics).
+  [[nodiscard]] bool indexed() const { return index_ != nullptr; }
 
  private:
   struct FreeBlock {
     Offset offset;
     Bytes size;
   };
-  struct Chunk {
-    std::vector<FreeBlock> blocks;  // sorted by offset
-    Bytes high_water = 0;
-  };
+  class Index;  // the search trees, src/dynamic_allocator.cpp
 
-  ChunkId open_chunk(Bytes min_size);
+  ChunkAddress allocate_by_scan(Bytes size);
+  void free_by_scan(ChunkAddress address, Bytes size);
+  // Linear to indexed once the lists are large and well formed; indexed to linear on input
+  // the trees do not model.
+  void maybe_index();
+  void unindex();
 
   Bytes alignment_;
   Bytes max_chunk_size_;
-  std::vector<Chunk> chunks_;
+  std::vector<Bytes> high_water_;  // per chunk, in both modes
+  // Linear mode: per chunk, upstream's array of free blocks, sorted by offset.
+  std::vector<std::vector<FreeBlock>> scan_blocks_;
+  std::size_t scan_block_count_ = 0;
+  // Calls left before the next attempt to index a free list found malformed.
+  std::size_t index_retry_countdown_ = 0;
+  std::unique_ptr<Index> index_;  // non-null: indexed mode
 };
 
 }  // namespace galloc
