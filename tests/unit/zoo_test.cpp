@@ -424,5 +424,62 @@ TEST(ZooTest, OtherFamiliesTotals) {
   EXPECT_EQ(totals_of("vit-b16-224").largest, Bytes{3072} * 197 * 4);
 }
 
+// ---- the builder's mirror -------------------------------------------------------------------
+
+// Records the calls as a replaying library sees them: each result is new (name and the
+// graph-level calls return their argument or nothing), each tensor argument a result it has
+// already seen.
+class RecordingMirror final : public zoo::BuilderMirror {
+ public:
+  void on_call(const zoo::BuilderCall& call) override {
+    ++calls[call.fn];
+    for (TensorId t : call.tensors) {
+      if (t != kNoTensor && seen.count(t) == 0) ++unknown_arguments;
+    }
+    if (call.fn == zoo::BuilderFn::kName) {
+      if (call.result != call.tensors[0] || call.name.empty()) ++bad_results;
+    } else if (call.result != kNoTensor) {
+      if (!seen.insert(call.result).second) ++bad_results;
+    }
+  }
+  std::map<zoo::BuilderFn, int> calls;
+  std::set<TensorId> seen;
+  int unknown_arguments = 0;
+  int bad_results = 0;
+};
+
+TEST(ZooTest, MirrorSeesEachOutermostCallWithArgumentsItKnows) {
+  for (const std::string& name : zoo_names()) {
+    RecordingMirror mirror;
+    Result<Graph> mirrored = zoo::build(name, {kSmallScale}, mirror);
+    ASSERT_TRUE(mirrored.is_ok()) << name << ": " << mirrored.status().to_string();
+    EXPECT_EQ(mirror.unknown_arguments, 0) << name;
+    EXPECT_EQ(mirror.bad_results, 0) << name;
+    EXPECT_GT(mirror.calls[zoo::BuilderFn::kExpand], 0) << name;
+    // the mirror only watches: the graph is the one built without it
+    const Graph plain = build_or_fail(name, kSmallScale);
+    ASSERT_EQ(mirrored.value().tensors.size(), plain.tensors.size()) << name;
+    EXPECT_EQ(mirrored.value().nodes, plain.nodes) << name;
+    EXPECT_EQ(mirrored.value().leafs, plain.leafs) << name;
+    for (std::size_t i = 0; i < plain.tensors.size(); ++i) {
+      EXPECT_TRUE(same_layout(mirrored.value().tensors[i], plain.tensors[i])) << name << " tensor " << i;
+    }
+  }
+  // Composite functions report themselves, not the calls they make.
+  RecordingMirror unet;
+  ASSERT_TRUE(zoo::build("unet-sd15-32", {kSmallScale}, unet).is_ok());
+  EXPECT_GT(unet.calls[zoo::BuilderFn::kConv2d], 0);
+  EXPECT_EQ(unet.calls[zoo::BuilderFn::kIm2col], 0);
+  RecordingMirror whisper;
+  ASSERT_TRUE(zoo::build("whisper-base-encoder", {kSmallScale}, whisper).is_ok());
+  EXPECT_EQ(whisper.calls[zoo::BuilderFn::kConv1dPh], 2);
+  EXPECT_EQ(whisper.calls[zoo::BuilderFn::kConv1d], 0);
+  EXPECT_EQ(whisper.calls[zoo::BuilderFn::kIm2col], 0);
+  RecordingMirror training;
+  ASSERT_TRUE(zoo::build("training-mlp", {kSmallScale}, training).is_ok());
+  EXPECT_EQ(training.calls[zoo::BuilderFn::kParam], 4);
+  EXPECT_EQ(training.calls[zoo::BuilderFn::kWeight], 4 * 2 + 1);  // AdamW moments, the loss gradient seed
+}
+
 }  // namespace
 }  // namespace galloc
