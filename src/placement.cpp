@@ -21,24 +21,30 @@ Bytes total(const std::vector<Bytes>& chunks) {
   return sum;
 }
 
-bool at_lower_bound(const Placement& placement, const std::vector<Bytes>& lower) {
-  for (std::size_t a = 0; a < lower.size(); ++a) {
-    if (total(placement.chunk_sizes[a]) > lower[a]) return false;
-  }
-  return true;
-}
+// A placement function best may try; each sees the lifetimes best plans with.
+using Candidate = Placement (*)(const Lifetimes&);
 
-// ggml, then (only where it is above the lower bound) the greedy variants.
+// best's candidates after ggml, the most often smallest first, since best stops at the first
+// that reaches the lower bound. Greedy by size into the lowest gap is the smallest on all 23 zoo
+// graphs and on 96% of random allocators; each of the others is the only smallest on a few
+// random graphs (of about 1,700 allocators: by size best fit 8, by start best fit 3, by start
+// lowest offset 1), so they stay, behind it.
+constexpr std::array<Candidate, 4> kCandidatesAfterGgml{
+    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset}); },
+    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kBestFit}); },
+    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kBestFit}); },
+    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kLowestOffset}); },
+};
+
+// ggml, then the candidates until every allocator is at its lower bound.
 Placement best_of_fast_strategies(const Lifetimes& lifetimes) {
-  std::vector<Placement> candidates;
-  candidates.push_back(place_ggml(lifetimes));
-  if (at_lower_bound(candidates.front(), live_lower_bound(lifetimes))) return std::move(candidates.front());
-  for (GreedyOrder order : {GreedyOrder::kDecreasingSize, GreedyOrder::kStartTime}) {
-    for (GapChoice gap : {GapChoice::kBestFit, GapChoice::kLowestOffset}) {
-      candidates.push_back(place_greedy(lifetimes, {order, gap}));
-    }
+  const std::vector<Bytes> lower = live_lower_bound(lifetimes);
+  Placement best = place_ggml(lifetimes);
+  for (Candidate candidate : kCandidatesAfterGgml) {
+    if (cannot_be_beaten(lifetimes, best, lower)) break;
+    best = smallest_per_allocator(lifetimes, {std::move(best), candidate(lifetimes)});
   }
-  return smallest_per_allocator(lifetimes, std::move(candidates));
+  return best;
 }
 }  // namespace
 
@@ -129,6 +135,20 @@ std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {
     }
   }
   return peak;
+}
+
+bool cannot_be_beaten(const Lifetimes& lifetimes, const Placement& placement, const std::vector<Bytes>& lower) {
+  for (std::size_t a = 0; a < lower.size(); ++a) {
+    const auto& chunks = placement.chunk_sizes[a];
+    if (total(chunks) > lower[a]) return false;
+    if (chunks.size() <= 1) continue;
+    // Chunks no larger than the max size (no object above it) cannot hold the lower bound in
+    // fewer than lower / max size of them.
+    const Bytes limit = lifetimes.allocators[a].max_chunk_size;
+    if (std::any_of(chunks.begin(), chunks.end(), [&](Bytes c) { return c > limit; })) return false;
+    if (chunks.size() > lower[a] / limit + (lower[a] % limit != 0 ? 1 : 0)) return false;
+  }
+  return true;
 }
 
 std::vector<Bytes> no_reuse_size(const Lifetimes& lifetimes) {

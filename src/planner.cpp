@@ -4,10 +4,10 @@ namespace galloc {
 
 Result<PlanningResult> plan_graph(const Graph& graph, std::span<const BufferType* const> buffer_types,
                                   const BufferAssignment& assignment, const PlacementOptions& options) {
-  auto upstream = analyze_lifetimes(graph, buffer_types, assignment);
-  if (!upstream) return upstream.status();
   const std::string name(strategy_name(options.strategy));
   if (options.strategy == Strategy::kGgml) {
+    auto upstream = analyze_lifetimes(graph, buffer_types, assignment);
+    if (!upstream) return upstream.status();
     Placement placement = place_ggml(*upstream);
     Plan plan = make_plan(graph, buffer_types, *upstream, placement, name);
     return PlanningResult{std::move(upstream).value(), std::move(placement), std::move(plan)};
@@ -17,8 +17,13 @@ Result<PlanningResult> plan_graph(const Graph& graph, std::span<const BufferType
   if (!deferred) return deferred.status();
   auto placement = place(*deferred, options);
   if (!placement) return placement.status();
-  // With no deferred leaf both lifetimes are the same, and best has tried ggml already.
-  if (options.strategy == Strategy::kBest && deferred->deferred_leafs > 0) {
+  // With no deferred leaf both lifetimes are the same, and best has tried ggml already; at the
+  // lower bound upstream's placement cannot be smaller. Only otherwise are upstream's
+  // lifetimes worth a second walk of the graph.
+  if (options.strategy == Strategy::kBest && deferred->deferred_leafs > 0 &&
+      !cannot_be_beaten(*deferred, *placement, live_lower_bound(*deferred))) {
+    auto upstream = analyze_lifetimes(graph, buffer_types, assignment);
+    if (!upstream) return upstream.status();
     // Deferring only shortens intervals of the same storage objects, so upstream's placement
     // is valid for the deferred lifetimes too; it wins ties.
     placement = smallest_per_allocator(*deferred, {place_ggml(*upstream), std::move(placement).value()});

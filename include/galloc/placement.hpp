@@ -97,5 +97,9 @@ struct LowestOffsetOptions {
 // the bytes a plan without any reuse needs. Per allocator.
 [[nodiscard]] std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes);
 [[nodiscard]] std::vector<Bytes> no_reuse_size(const Lifetimes& lifetimes);
+// Whether no placement can win over this one in smallest_per_allocator: every allocator at its
+// lower bound (`lower`, from live_lower_bound) in as few chunks as its max size allows.
+[[nodiscard]] bool cannot_be_beaten(const Lifetimes& lifetimes, const Placement& placement,
+                                    const std::vector<Bytes>& lower);
 
 }  // namespace galloc

@@ -1,10 +1,22 @@
 // Offline greedy placement (Pisarchyk & Lee's greedy by size, XLA's global decreasing size):
 // storage objects in a chosen order, each at the best gap among those already placed that
 // are live at the same time. It sees every lifetime before placing anything.
+//
+// The gaps only depend on the union of the byte ranges of the placed objects live during an
+// object's interval, and that union is small (a few ranges) even when thousands of objects
+// overlap (long-lived outputs, skip connections). So each chunk keeps merged byte ranges in
+// two segment trees over steps, and a query reads O(log steps) short lists instead of
+// gathering and sorting every overlapping object:
+//   live at the first step of [l, u): the ranges of objects covering a whole tree node sit in
+//     that node (`covering`), so they are on the path from leaf l to the root;
+//   starting inside (l, u): each node holds the ranges of every object that starts in its
+//     range (`starting`), so the O(log) nodes that make up [l + 1, u) hold them all.
+// Both sets together are exactly the objects live at some step of [l, u).
 #include <algorithm>
+#include <cstdint>
 #include <limits>
-#include <numeric>
 #include <optional>
+#include <unordered_map>
 
 #include "galloc/placement.hpp"
 
@@ -12,20 +24,156 @@ namespace galloc {
 
 namespace {
 
-struct Placed {
-  Offset begin;
-  Offset end;
-  Interval<Step> live;
+// Bytes [begin, end) of a chunk. A zero-size object is a span with begin == end: placed inside
+// a gap it splits the gap in two, as the sweep in find_gap has always treated it.
+struct Span {
+  Offset begin = 0;
+  Offset end = 0;
 };
 
-// Where `size` bytes live over `live` fit in one chunk, or nullopt if not below `limit`.
-std::optional<Offset> find_gap(std::vector<Placed>& overlapping, Bytes size, Bytes limit, GapChoice choice) {
-  std::sort(overlapping.begin(), overlapping.end(),
-            [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
+constexpr std::uint32_t kNoSpan = std::numeric_limits<std::uint32_t>::max();
+
+// Singly linked lists of spans in one pool. Each list is sorted by begin, and its spans
+// neither overlap nor touch (end < next begin), so a list is the union of what was added.
+// Touching spans merge: find_gap sees no gap between them either way, and a zero-size span
+// touching a range changes no gap.
+class SpanLists {
+ public:
+  // Whether the list already holds all of `span` (then adding it changes nothing).
+  [[nodiscard]] bool covers(std::uint32_t head, Span span) const {
+    std::uint32_t at = head;
+    while (at != kNoSpan && pool_[at].end < span.begin) at = pool_[at].next;
+    return at != kNoSpan && pool_[at].begin <= span.begin && span.end <= pool_[at].end;
+  }
+
+  // Adds `span` to the list starting at `head`; returns the list's new head.
+  [[nodiscard]] std::uint32_t add(std::uint32_t head, Span span) {
+    std::uint32_t before = kNoSpan;
+    std::uint32_t at = head;
+    while (at != kNoSpan && pool_[at].end < span.begin) {
+      before = at;
+      at = pool_[at].next;
+    }
+    if (at != kNoSpan && pool_[at].begin <= span.end) {
+      // Overlaps or touches `at`: widen it and swallow the spans it now reaches.
+      Entry& merged = pool_[at];
+      merged.begin = std::min(merged.begin, span.begin);
+      merged.end = std::max(merged.end, span.end);
+      std::uint32_t next = merged.next;
+      while (next != kNoSpan && pool_[next].begin <= merged.end) {
+        merged.end = std::max(merged.end, pool_[next].end);
+        const std::uint32_t dead = next;
+        next = pool_[next].next;
+        pool_[dead].next = free_;
+        free_ = dead;
+      }
+      merged.next = next;
+      return head;
+    }
+    std::uint32_t fresh = free_;
+    if (fresh != kNoSpan) {
+      free_ = pool_[fresh].next;
+      pool_[fresh] = {span.begin, span.end, at};
+    } else {
+      fresh = static_cast<std::uint32_t>(pool_.size());
+      pool_.push_back({span.begin, span.end, at});
+    }
+    if (before == kNoSpan) return fresh;
+    pool_[before].next = fresh;
+    return head;
+  }
+
+  void append(std::uint32_t head, std::vector<Span>& out) const {
+    for (std::uint32_t at = head; at != kNoSpan; at = pool_[at].next) out.push_back({pool_[at].begin, pool_[at].end});
+  }
+
+  void reserve(std::size_t n) { pool_.reserve(n); }
+
+ private:
+  struct Entry {
+    Offset begin;
+    Offset end;
+    std::uint32_t next;
+  };
+  std::vector<Entry> pool_;
+  std::uint32_t free_ = kNoSpan;
+};
+
+// The list heads of one chunk's two trees (`leaves` leaves each, heap-numbered from 1).
+// The first chunk is dense; further chunks (small max sizes, often many of them, each with
+// few objects) keep only the heads they use.
+class ChunkTrees {
+ public:
+  ChunkTrees(std::size_t leaves, bool dense) : leaves_(leaves) {
+    if (dense) dense_.assign(4 * leaves, kNoSpan);
+  }
+
+  [[nodiscard]] std::size_t leaves() const { return leaves_; }
+
+  [[nodiscard]] std::uint32_t covering(std::size_t node) const { return get(node); }
+  [[nodiscard]] std::uint32_t starting(std::size_t node) const { return get(2 * leaves_ + node); }
+  void set_covering(std::size_t node, std::uint32_t head) { set(node, head); }
+  void set_starting(std::size_t node, std::uint32_t head) { set(2 * leaves_ + node, head); }
+
+ private:
+  [[nodiscard]] std::uint32_t get(std::size_t slot) const {
+    if (!dense_.empty()) return dense_[slot];
+    const auto found = sparse_.find(slot);
+    return found == sparse_.end() ? kNoSpan : found->second;
+  }
+  void set(std::size_t slot, std::uint32_t head) {
+    if (!dense_.empty()) dense_[slot] = head;
+    else sparse_[slot] = head;
+  }
+
+  std::size_t leaves_;
+  std::vector<std::uint32_t> dense_;
+  std::unordered_map<std::size_t, std::uint32_t> sparse_;
+};
+
+// The merged byte ranges of the placed objects of one chunk live at some step of `live`
+// (in no particular order).
+void gather(const ChunkTrees& trees, const SpanLists& lists, Interval<Step> live, std::vector<Span>& out) {
+  const std::size_t leaves = trees.leaves();
+  const auto lower = static_cast<std::size_t>(live.lower);
+  const auto upper = static_cast<std::size_t>(live.upper);
+  for (std::size_t node = leaves + lower; node >= 1; node /= 2) lists.append(trees.covering(node), out);
+  for (std::size_t l = leaves + lower + 1, r = leaves + upper; l < r; l /= 2, r /= 2) {
+    if (l & 1) lists.append(trees.starting(l++), out);
+    if (r & 1) lists.append(trees.starting(--r), out);
+  }
+}
+
+void insert(ChunkTrees& trees, SpanLists& lists, Interval<Step> live, Span span) {
+  const std::size_t leaves = trees.leaves();
+  const auto lower = static_cast<std::size_t>(live.lower);
+  const auto upper = static_cast<std::size_t>(live.upper);
+  for (std::size_t l = leaves + lower, r = leaves + upper; l < r; l /= 2, r /= 2) {
+    if (l & 1) {
+      trees.set_covering(l, lists.add(trees.covering(l), span));
+      ++l;
+    }
+    if (r & 1) {
+      --r;
+      trees.set_covering(r, lists.add(trees.covering(r), span));
+    }
+  }
+  // A node's list holds its children's, so once a node covers the span its ancestors do too.
+  for (std::size_t node = leaves + lower; node >= 1; node /= 2) {
+    const std::uint32_t head = trees.starting(node);
+    if (lists.covers(head, span)) break;
+    trees.set_starting(node, lists.add(head, span));
+  }
+}
+
+// Where `size` bytes fit between the spans, or nullopt if not below `limit`. The gaps are
+// those between the spans in begin order; past the last one the chunk is free up to `limit`.
+std::optional<Offset> find_gap(std::vector<Span>& spans, Bytes size, Bytes limit, GapChoice choice) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   std::optional<Offset> best;
   Bytes best_gap = std::numeric_limits<Bytes>::max();
   Offset cursor = 0;
-  for (const Placed& p : overlapping) {
+  for (const Span& p : spans) {
     if (p.begin > cursor) {
       const Bytes gap = p.begin - cursor;
       if (gap >= size) {
@@ -43,50 +191,28 @@ std::optional<Offset> find_gap(std::vector<Placed>& overlapping, Bytes size, Byt
   return std::nullopt;
 }
 
-// The placed storage objects of one chunk that are live during a time interval, in
-// O((k + 1) log n) for k results: objects are ordered by start step once, and a max-tree over
-// that order holds, for each placed object, its end step (unplaced: kNone).
-class LiveIndex {
- public:
-  // starts: the objects' start steps in ascending order.
-  explicit LiveIndex(const std::vector<Step>* starts) : starts_(starts) {
-    while (leaves_ < starts->size()) leaves_ *= 2;
-    ends_.assign(2 * leaves_, kNone);
+// The order objects are placed in: std::sort on unique keys, so the same as a stable sort by
+// the order's criteria over storage ids.
+std::vector<StorageId> placing_order(const Lifetimes& lifetimes, std::vector<StorageId> ids, GreedyOrder order) {
+  struct Key {
+    Bytes size;
+    Step start;
+    StorageId id;
+  };
+  std::vector<Key> keys;
+  keys.reserve(ids.size());
+  for (StorageId s : ids) {
+    const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(s)];
+    keys.push_back({order == GreedyOrder::kDecreasingSize ? object.size : 0, object.live.lower, s});
   }
-
-  void insert(std::size_t position, Step end) {
-    std::size_t node = leaves_ + position;
-    ends_[node] = end;
-    for (node /= 2; node >= 1; node /= 2) ends_[node] = std::max(ends_[2 * node], ends_[2 * node + 1]);
-  }
-
-  // Appends the positions of placed objects live at some step of [lower, upper).
-  void query(Interval<Step> live, std::vector<std::size_t>& out) const {
-    // Objects starting at or after `upper` cannot overlap.
-    const auto limit = static_cast<std::size_t>(
-        std::lower_bound(starts_->begin(), starts_->end(), live.upper) - starts_->begin());
-    if (limit > 0) collect(1, 0, leaves_, limit, live.lower, out);
-  }
-
- private:
-  static constexpr Step kNone = std::numeric_limits<Step>::min();
-
-  void collect(std::size_t node, std::size_t from, std::size_t to, std::size_t limit, Step after,
-               std::vector<std::size_t>& out) const {
-    if (from >= limit || ends_[node] <= after) return;
-    if (to - from == 1) {
-      out.push_back(from);
-      return;
-    }
-    const std::size_t middle = (from + to) / 2;
-    collect(2 * node, from, middle, limit, after, out);
-    collect(2 * node + 1, middle, to, limit, after, out);
-  }
-
-  const std::vector<Step>* starts_;
-  std::size_t leaves_ = 1;
-  std::vector<Step> ends_;
-};
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.size != b.size) return a.size > b.size;
+    if (a.start != b.start) return a.start < b.start;
+    return a.id < b.id;
+  });
+  for (std::size_t i = 0; i < keys.size(); ++i) ids[i] = keys[i].id;
+  return ids;
+}
 
 }  // namespace
 
@@ -99,50 +225,26 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
   for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
     by_allocator[static_cast<std::size_t>(lifetimes.storages[s].allocator)].push_back(static_cast<StorageId>(s));
   }
-  auto storage = [&](StorageId s) -> const StorageObject& { return lifetimes.storages[static_cast<std::size_t>(s)]; };
+  std::size_t leaves = 1;
+  while (leaves < static_cast<std::size_t>(std::max<Step>(1, lifetimes.step_count()))) leaves *= 2;
 
+  std::vector<Span> spans;
   for (std::size_t a = 0; a < by_allocator.size(); ++a) {
-    auto& order = by_allocator[a];
-    if (options.order == GreedyOrder::kDecreasingSize) {
-      std::stable_sort(order.begin(), order.end(), [&](StorageId x, StorageId y) {
-        const auto& sx = storage(x);
-        const auto& sy = storage(y);
-        if (sx.size != sy.size) return sx.size > sy.size;
-        return sx.live.lower < sy.live.lower;
-      });
-    } else {
-      std::stable_sort(order.begin(), order.end(),
-                       [&](StorageId x, StorageId y) { return storage(x).live.lower < storage(y).live.lower; });
-    }
-    // Positions in start order, for the live index.
-    std::vector<StorageId> by_start = order;
-    std::stable_sort(by_start.begin(), by_start.end(),
-                     [&](StorageId x, StorageId y) { return storage(x).live.lower < storage(y).live.lower; });
-    std::vector<Step> starts;
-    std::vector<std::size_t> position(lifetimes.storages.size());
-    for (std::size_t i = 0; i < by_start.size(); ++i) {
-      starts.push_back(storage(by_start[i]).live.lower);
-      position[static_cast<std::size_t>(by_start[i])] = i;
-    }
-    std::vector<Placed> at(by_start.size());  // what is placed at each position
-
+    if (by_allocator[a].empty()) continue;
+    const std::vector<StorageId> order = placing_order(lifetimes, std::move(by_allocator[a]), options.order);
     const Bytes limit = lifetimes.allocators[a].max_chunk_size;
-    std::vector<LiveIndex> chunks;
+    SpanLists lists;
+    lists.reserve(4 * order.size());
+    std::vector<ChunkTrees> chunks;
     std::vector<Bytes> high;
-    std::vector<std::size_t> found;
-    std::vector<Placed> overlapping;
     for (StorageId s : order) {
-      const StorageObject& object = storage(s);
-      const std::size_t here = position[static_cast<std::size_t>(s)];
+      const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(s)];
       bool done = false;
       for (std::size_t c = 0; c < chunks.size() && !done; ++c) {
-        found.clear();
-        chunks[c].query(object.live, found);
-        overlapping.clear();
-        for (std::size_t p : found) overlapping.push_back(at[p]);
-        if (auto offset = find_gap(overlapping, object.size, limit, options.gap)) {
-          at[here] = {*offset, *offset + object.size, object.live};
-          chunks[c].insert(here, object.live.upper);
+        spans.clear();
+        gather(chunks[c], lists, object.live, spans);
+        if (auto offset = find_gap(spans, object.size, limit, options.gap)) {
+          insert(chunks[c], lists, object.live, {*offset, *offset + object.size});
           high[c] = std::max(high[c], *offset + object.size);
           placement.storage_address[static_cast<std::size_t>(s)] = {static_cast<ChunkId>(c), *offset};
           done = true;
@@ -150,10 +252,9 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
       }
       if (!done) {
         // A new chunk; a storage object above the max size gets one of its own.
-        chunks.emplace_back(&starts);
+        chunks.emplace_back(leaves, chunks.empty());
         high.push_back(object.size);
-        at[here] = {0, object.size, object.live};
-        chunks.back().insert(here, object.live.upper);
+        insert(chunks.back(), lists, object.live, {0, object.size});
         placement.storage_address[static_cast<std::size_t>(s)] = {static_cast<ChunkId>(chunks.size() - 1), 0};
       }
     }

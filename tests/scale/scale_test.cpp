@@ -2,6 +2,8 @@
 //
 //   galloc_scale                     10^4, 10^5, 10^6 tensors: a table of times and peak RSS
 //   galloc_scale --sizes 1000,50000  other sizes
+//   galloc_scale --graphs chain      only these graphs (comma-separated: chain, holes, chunks)
+//   galloc_scale --strategies greedy other strategies than ggml and best (comma-separated)
 //   galloc_scale --quick             one small size, checks only (CTest runs this)
 //
 // Three graphs, each planned with `ggml` and with `best`, each run in a child process so that
@@ -228,10 +230,22 @@ ChildResult run_in_child(const std::string& name, std::size_t n, Strategy strate
   return result;
 }
 
+std::vector<std::string> split_commas(std::string list) {
+  std::vector<std::string> parts;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    parts.push_back(list.substr(0, comma));
+    list = comma == std::string::npos ? "" : list.substr(comma + 1);
+  }
+  return parts;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes{10000, 100000, 1000000};
+  std::vector<std::string> graphs{"chain", "holes", "chunks"};
+  std::vector<Strategy> strategies{Strategy::kGgml, Strategy::kBest};
   bool quick = false;
   unsigned limit_s = 600;
   for (int i = 1; i < argc; ++i) {
@@ -246,32 +260,50 @@ int main(int argc, char** argv) {
         sizes.push_back(std::strtoull(p, &p, 10));
         if (*p == ',') ++p;
       }
+    } else if (arg == "--graphs" && i + 1 < argc) {
+      graphs = split_commas(argv[++i]);
+      for (const std::string& name : graphs) {
+        if (name != "chain" && name != "holes" && name != "chunks") {
+          std::fprintf(stderr, "unknown graph '%s' (known: chain, holes, chunks)\n", name.c_str());
+          return 2;
+        }
+      }
+    } else if (arg == "--strategies" && i + 1 < argc) {
+      strategies.clear();
+      for (const std::string& name : split_commas(argv[++i])) {
+        auto strategy = strategy_from_name(name);
+        if (!strategy) {
+          std::fprintf(stderr, "%s\n", strategy.status().to_string().c_str());
+          return 2;
+        }
+        strategies.push_back(*strategy);
+      }
     } else if (arg == "--limit" && i + 1 < argc) {
       limit_s = static_cast<unsigned>(std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sizes N,N,...] [--limit SECONDS]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sizes N,N,...] [--graphs NAME,...] [--strategies NAME,...] [--limit SECONDS]\n", argv[0]);
       return 2;
     }
   }
-  std::printf("%-7s %9s %-5s %8s %9s %10s %9s %12s %12s %7s %8s  %s\n", "graph", "tensors", "plan", "build_s",
+  std::printf("%-7s %9s %-6s %8s %9s %10s %9s %12s %12s %7s %8s  %s\n", "graph", "tensors", "plan", "build_s",
               "plan_s", "validate_s", "rss_MiB", "bytes", "lower_bound", "chunks", "holes", "result");
   int failures = 0;
   for (std::size_t n : sizes) {
-    for (const char* name : {"chain", "holes", "chunks"}) {
-      for (Strategy strategy : {Strategy::kGgml, Strategy::kBest}) {
+    for (const std::string& name : graphs) {
+      for (Strategy strategy : strategies) {
         const ChildResult r = run_in_child(name, n, strategy, limit_s);
         const Row& row = r.row;
         const std::string verdict = r.timed_out ? "TIMED OUT after " + std::to_string(limit_s) + " s"
                                     : r.crashed ? "CRASHED"
                                     : row.ok    ? "ok"
                                                 : "INVALID";
-        std::printf("%-7s %9zu %-5s %8.3f %9.3f %10.3f %9.1f %12llu %12llu %7zu %8zu  %s\n", name, row.tensors,
+        std::printf("%-7s %9zu %-6s %8.3f %9.3f %10.3f %9.1f %12llu %12llu %7zu %8zu  %s\n", name.c_str(), row.tensors,
                     std::string(strategy_name(strategy)).c_str(), row.build_s, row.plan_s, row.validate_s,
                     static_cast<double>(r.peak_rss_kb) / 1024.0, static_cast<unsigned long long>(row.total),
                     static_cast<unsigned long long>(row.lower), row.chunks, row.holes, verdict.c_str());
         std::fflush(stdout);
         if (r.crashed || !row.ok) ++failures;
-        if (quick && std::string(name) == "chunks" && row.chunks < n / 40) {
+        if (quick && name == "chunks" && row.chunks < n / 40) {
           std::printf("  expected about %zu chunks\n", n / 32);
           ++failures;
         }

@@ -78,5 +78,39 @@ TEST(PlanGraph, EveryStrategyValidatesAndBestNeverLosesToGgml) {
   }
 }
 
+// plan_graph walks the graph once for best when no leaf is deferred, and plans ggml on those
+// lifetimes: that is only right if they are then exactly upstream's.
+TEST(PlanGraph, WithNothingDeferredBothLifetimesAreTheSame) {
+  int compared = 0;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const auto c = testing::random_case(seed);
+    auto types = c.make_buffer_types();
+    const BufferAssignment assignment{c.node_buffer_ids, c.leaf_buffer_ids};
+    auto upstream = analyze_lifetimes(c.graph, types.per_id, assignment);
+    auto deferred = analyze_lifetimes(c.graph, types.per_id, assignment, {.defer_written_leafs = true});
+    ASSERT_TRUE(upstream.is_ok() && deferred.is_ok());
+    if (deferred->deferred_leafs > 0) continue;
+    ++compared;
+    ASSERT_EQ(upstream->storages.size(), deferred->storages.size()) << "seed " << seed;
+    for (std::size_t s = 0; s < upstream->storages.size(); ++s) {
+      const StorageObject& u = upstream->storages[s];
+      const StorageObject& d = deferred->storages[s];
+      EXPECT_TRUE(u.allocator == d.allocator && u.size == d.size && u.live.lower == d.live.lower &&
+                  u.live.upper == d.live.upper && u.tail_frees.size() == d.tail_frees.size())
+          << "seed " << seed << " storage " << s;
+    }
+    ASSERT_EQ(upstream->events.size(), deferred->events.size()) << "seed " << seed;
+    for (std::size_t e = 0; e < upstream->events.size(); ++e) {
+      const LifetimeEvent& u = upstream->events[e];
+      const LifetimeEvent& d = deferred->events[e];
+      EXPECT_TRUE(u.kind == d.kind && u.storage == d.storage && u.begin == d.begin && u.size == d.size)
+          << "seed " << seed << " event " << e;
+    }
+    EXPECT_EQ(upstream->tensor_storage, deferred->tensor_storage) << "seed " << seed;
+    EXPECT_EQ(upstream->node_step, deferred->node_step) << "seed " << seed;
+  }
+  EXPECT_GT(compared, 100) << "most random graphs defer nothing";
+}
+
 }  // namespace
 }  // namespace galloc
