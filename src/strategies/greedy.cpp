@@ -40,43 +40,43 @@ constexpr std::uint32_t kNoSpan = std::numeric_limits<std::uint32_t>::max();
 class SpanLists {
  public:
   // Whether the list already holds all of `span` (then adding it changes nothing).
-  [[nodiscard]] bool covers(std::uint32_t head, Span span) const {
+  [[nodiscard]] bool covers(std::uint32_t head, const Span& span) const {
     std::uint32_t at = head;
-    while (at != kNoSpan && pool_[at].end < span.begin) at = pool_[at].next;
-    return at != kNoSpan && pool_[at].begin <= span.begin && span.end <= pool_[at].end;
+    while (at != kNoSpan && pool_[at].span.end < span.begin) at = pool_[at].next;
+    return at != kNoSpan && pool_[at].span.begin <= span.begin && span.end <= pool_[at].span.end;
   }
 
   // Adds `span` to the list starting at `head`; returns the list's new head.
-  [[nodiscard]] std::uint32_t add(std::uint32_t head, Span span) {
+  [[nodiscard]] std::uint32_t add(std::uint32_t head, const Span& span) {
     std::uint32_t before = kNoSpan;
     std::uint32_t at = head;
-    while (at != kNoSpan && pool_[at].end < span.begin) {
+    while (at != kNoSpan && pool_[at].span.end < span.begin) {
       before = at;
       at = pool_[at].next;
     }
-    if (at != kNoSpan && pool_[at].begin <= span.end) {
+    if (at != kNoSpan && pool_[at].span.begin <= span.end) {
       // Overlaps or touches `at`: widen it and swallow the spans it now reaches.
-      Entry& merged = pool_[at];
+      Span& merged = pool_[at].span;
       merged.begin = std::min(merged.begin, span.begin);
       merged.end = std::max(merged.end, span.end);
-      std::uint32_t next = merged.next;
-      while (next != kNoSpan && pool_[next].begin <= merged.end) {
-        merged.end = std::max(merged.end, pool_[next].end);
+      std::uint32_t next = pool_[at].next;
+      while (next != kNoSpan && pool_[next].span.begin <= merged.end) {
+        merged.end = std::max(merged.end, pool_[next].span.end);
         const std::uint32_t dead = next;
         next = pool_[next].next;
         pool_[dead].next = free_;
         free_ = dead;
       }
-      merged.next = next;
+      pool_[at].next = next;
       return head;
     }
     std::uint32_t fresh = free_;
     if (fresh != kNoSpan) {
       free_ = pool_[fresh].next;
-      pool_[fresh] = {span.begin, span.end, at};
+      pool_[fresh] = {span, at};
     } else {
       fresh = static_cast<std::uint32_t>(pool_.size());
-      pool_.push_back({span.begin, span.end, at});
+      pool_.push_back({span, at});
     }
     if (before == kNoSpan) return fresh;
     pool_[before].next = fresh;
@@ -84,15 +84,14 @@ class SpanLists {
   }
 
   void append(std::uint32_t head, std::vector<Span>& out) const {
-    for (std::uint32_t at = head; at != kNoSpan; at = pool_[at].next) out.push_back({pool_[at].begin, pool_[at].end});
+    for (std::uint32_t at = head; at != kNoSpan; at = pool_[at].next) out.push_back(pool_[at].span);
   }
 
   void reserve(std::size_t n) { pool_.reserve(n); }
 
  private:
   struct Entry {
-    Offset begin;
-    Offset end;
+    Span span;
     std::uint32_t next;
   };
   std::vector<Entry> pool_;
@@ -144,7 +143,7 @@ void gather(const ChunkTrees& trees, const SpanLists& lists, Interval<Step> live
   }
 }
 
-void insert(ChunkTrees& trees, SpanLists& lists, Interval<Step> live, Span span) {
+void insert(ChunkTrees& trees, SpanLists& lists, Interval<Step> live, const Span& span) {
   const std::size_t leaves = trees.leaves();
   const auto lower = static_cast<std::size_t>(live.lower);
   const auto upper = static_cast<std::size_t>(live.upper);
