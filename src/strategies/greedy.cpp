@@ -224,8 +224,19 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
   for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
     by_allocator[static_cast<std::size_t>(lifetimes.storages[s].allocator)].push_back(static_cast<StorageId>(s));
   }
+  // Steps relative to the earliest, so that hand-made lifetimes (intervals past the events,
+  // or before step 0) index the trees safely too.
+  Step first = 0;
+  Step last = lifetimes.step_count();
+  for (const StorageObject& object : lifetimes.storages) {
+    first = std::min(first, object.live.lower);
+    last = std::max(last, object.live.upper);
+  }
   std::size_t leaves = 1;
-  while (leaves < static_cast<std::size_t>(std::max<Step>(1, lifetimes.step_count()))) leaves *= 2;
+  while (leaves <= static_cast<std::size_t>(last - first)) leaves *= 2;  // a leaf for every start
+  auto steps = [first](const StorageObject& object) {
+    return Interval<Step>{object.live.lower - first, std::max(object.live.lower, object.live.upper) - first};
+  };
 
   std::vector<Span> spans;
   for (std::size_t a = 0; a < by_allocator.size(); ++a) {
@@ -241,9 +252,9 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
       bool done = false;
       for (std::size_t c = 0; c < chunks.size() && !done; ++c) {
         spans.clear();
-        gather(chunks[c], lists, object.live, spans);
+        gather(chunks[c], lists, steps(object), spans);
         if (auto offset = find_gap(spans, object.size, limit, options.gap)) {
-          insert(chunks[c], lists, object.live, {*offset, *offset + object.size});
+          insert(chunks[c], lists, steps(object), {*offset, *offset + object.size});
           high[c] = std::max(high[c], *offset + object.size);
           placement.storage_address[static_cast<std::size_t>(s)] = {static_cast<ChunkId>(c), *offset};
           done = true;
@@ -253,7 +264,7 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
         // A new chunk; a storage object above the max size gets one of its own.
         chunks.emplace_back(leaves, chunks.empty());
         high.push_back(object.size);
-        insert(chunks.back(), lists, object.live, {0, object.size});
+        insert(chunks.back(), lists, steps(object), {0, object.size});
         placement.storage_address[static_cast<std::size_t>(s)] = {static_cast<ChunkId>(chunks.size() - 1), 0};
       }
     }
