@@ -23,8 +23,9 @@ enum class Strategy {
   kGgml,    // online best fit in execution order, exactly as upstream ggml-alloc
   kGreedy,  // offline: decreasing size, each at the best-fitting gap (Pisarchyk & Lee)
   kExact,   // offline search for the smallest buffer within a time budget (MiniMalloc)
-  kBest,    // ggml and the greedy variants, per buffer the smallest (never worse than
-            // kGgml), then the exact search where the gap to the lower bound is still large
+  kBest,    // ggml, then greedy and lowest-offset-first variants until one reaches the lower
+            // bound; per buffer the smallest (never worse than kGgml); then the exact search
+            // where the gap to the lower bound is still large and a budget is given
 };
 
 enum class GreedyOrder {
