@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -67,19 +68,32 @@ class DynamicAllocator {
   };
   class Index;  // the search trees, src/dynamic_allocator.cpp
 
+  // align_up without its division for the powers of two that ggml uses (the same result,
+  // wrap-around included).
+  [[nodiscard]] Bytes aligned(Bytes size) const {
+    return alignment_is_power_of_two_ ? (size + alignment_ - 1) & ~(alignment_ - 1)
+                                      : align_up(size, alignment_);
+  }
   ChunkAddress allocate_by_scan(Bytes size);
   void free_by_scan(ChunkAddress address, Bytes size);
+  ChunkAddress allocate_past_threshold(Bytes size);
+  void free_past_threshold(ChunkAddress address, Bytes size);
   // Linear to indexed once the lists are large and well formed; indexed to linear on input
   // the trees do not model.
-  void maybe_index();
+  void try_index();
   void unindex();
 
+  static constexpr std::size_t kIndexed = std::numeric_limits<std::size_t>::max();
+
   Bytes alignment_;
+  bool alignment_is_power_of_two_;
   Bytes max_chunk_size_;
   std::vector<Bytes> high_water_;  // per chunk, in both modes
   // Linear mode: per chunk, upstream's array of free blocks, sorted by offset.
   std::vector<std::vector<FreeBlock>> scan_blocks_;
-  std::size_t scan_block_count_ = 0;
+  // Free blocks + chunks in linear mode, kIndexed in indexed mode: past kIndexThreshold,
+  // calls take the out-of-line path.
+  std::size_t scan_size_ = 0;
   // Calls left before the next attempt to index a free list found malformed.
   std::size_t index_retry_countdown_ = 0;
   std::unique_ptr<Index> index_;  // non-null: indexed mode
