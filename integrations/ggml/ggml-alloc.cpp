@@ -233,10 +233,13 @@ struct Converted {
   std::vector<ggml_tensor*> ggml;
   TensorIds ids;
 
-  // graph.tensors keeps its elements (and their names' storage): fill_tensors overwrites them
+  // graph.tensors keeps its elements (and their names' storage): the conversion overwrites them
+  // expected: the leafs and nodes; the last graph's tensor count (sources included) sizes the
+  // id table too, so converting the same graph again never rehashes
   void clear(std::size_t expected) {
     graph.nodes.clear();
     graph.leafs.clear();
+    expected = std::max(expected, ggml.size());
     ggml.clear();
     ggml.reserve(expected);
     ids.clear(expected);
@@ -263,23 +266,49 @@ enum class MemoryRule {
   kContext,  // ggml_backend_alloc_ctx_tensors_from_buft: data != NULL
 };
 
+galloc::Status type_error(const ggml_tensor* t) {
+  return galloc::invalid_argument("tensor '" + std::string(t->name) + "' has a type (" + std::to_string(t->type) +
+                                  ", " + (ggml_type_name(t->type) ? ggml_type_name(t->type) : "?") +
+                                  ") that galloc cannot represent");
+}
+
+// false (and type_error's message) for a type galloc cannot represent; the message is only
+// built then, so the check stays a table lookup on every alloc
+inline bool set_type(const ggml_tensor* t, galloc::Tensor& g) {
+  const auto type = type_of(t->type);
+  if (!type) [[unlikely]] return false;
+  g.type = *type;
+  return true;
+}
+
+bool has_memory(const ggml_tensor* t, MemoryRule rule) {
+  return rule == MemoryRule::kGraph ? (t->data != nullptr || t->buffer != nullptr) : t->data != nullptr;
+}
+
+// What only planning (and GALLOC_DUMP) reads: name, shape, view offset and data. The
+// reservation check of GraphAllocator::alloc reads none of them (it asks the buffer type for
+// each tensor's size, which asks ggml about the ggml tensor), so alloc_graph fills them only
+// when it has to reserve again.
+void fill_details(Converted& out) {
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    const ggml_tensor* t = out.ggml[i];
+    galloc::Tensor& g = out.graph.tensors[i];
+    g.name.assign(t->name);
+    for (int d = 0; d < galloc::kMaxDims; ++d) {
+      g.ne[static_cast<std::size_t>(d)] = t->ne[d];
+      g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
+    }
+    g.view_offs = static_cast<Bytes>(t->view_offs);
+    g.data = t->data;
+  }
+}
+
 galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) {
   out.graph.tensors.resize(out.ggml.size());
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     galloc::Tensor& g = out.graph.tensors[i];
-    g.name.assign(t->name);
-    const auto type = type_of(t->type);
-    if (!type) {
-      return galloc::invalid_argument("tensor '" + g.name + "' has a type (" + std::to_string(t->type) +
-                                      ", " + (ggml_type_name(t->type) ? ggml_type_name(t->type) : "?") +
-                                      ") that galloc cannot represent");
-    }
-    g.type = *type;
-    for (int d = 0; d < galloc::kMaxDims; ++d) {
-      g.ne[static_cast<std::size_t>(d)] = t->ne[d];
-      g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
-    }
+    if (!set_type(t, g)) return type_error(t);
     g.op = op_of(t->op);
     for (int s = 0; s < galloc::kMaxSources; ++s) {
       const ggml_tensor* src = with_sources && s < GGML_MAX_SRC ? t->src[s] : nullptr;
@@ -288,17 +317,20 @@ galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) 
       g.src[static_cast<std::size_t>(s)] = src == nullptr ? galloc::kNoTensor : out.ids.at(src);
     }
     g.view_src = t->view_src == nullptr ? galloc::kNoTensor : out.ids.at(t->view_src);
-    g.view_offs = static_cast<Bytes>(t->view_offs);
     g.flags = static_cast<std::uint32_t>(t->flags);
-    g.has_memory = rule == MemoryRule::kGraph ? (t->data != nullptr || t->buffer != nullptr) : t->data != nullptr;
-    g.data = t->data;
+    g.has_memory = has_memory(t, rule);
   }
+  fill_details(out);
   return galloc::Status::ok();
 }
 
+enum class Details { kFill, kSkip };
+
 // Leafs get the first ids, then nodes, in list order; then every tensor they reach through
 // src and view_src, in the order they are found. The same graph topology gives the same ids.
-galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out) {
+// Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
+// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
   out.clear(static_cast<std::size_t>(cgraph->n_nodes) + static_cast<std::size_t>(cgraph->n_leafs));
   for (int i = 0; i < cgraph->n_leafs; ++i) {
@@ -309,14 +341,29 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out) {
     if (cgraph->nodes[i] == nullptr) return galloc::invalid_argument("node " + std::to_string(i) + " is NULL");
     out.graph.nodes.push_back(out.add(cgraph->nodes[i]));
   }
+  std::vector<galloc::Tensor>& tensors = out.graph.tensors;
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     ggml_tensor* t = out.ggml[i];
+    std::array<TensorId, galloc::kMaxSources> src;
+    src.fill(galloc::kNoTensor);
     for (int s = 0; s < GGML_MAX_SRC; ++s) {
-      if (t->src[s] != nullptr) out.add(t->src[s]);
+      // ggml_cast sets src[1] to the result itself (as ggml_cpy's destination); no dependency
+      if (t->src[s] != nullptr && t->src[s] != t) src[static_cast<std::size_t>(s)] = out.add(t->src[s]);
     }
-    if (t->view_src != nullptr) out.add(t->view_src);
+    const TensorId view_src = t->view_src == nullptr ? galloc::kNoTensor : out.add(t->view_src);
+    // keeps the elements of earlier calls (and their names' storage): they are overwritten
+    if (tensors.size() < out.ggml.size()) tensors.resize(out.ggml.size());
+    galloc::Tensor& g = tensors[i];
+    if (!set_type(t, g)) return type_error(t);
+    g.op = op_of(t->op);
+    g.src = src;
+    g.view_src = view_src;
+    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.has_memory = has_memory(t, MemoryRule::kGraph);
   }
-  return fill_tensors(out, MemoryRule::kGraph, /*with_sources=*/true);
+  tensors.resize(out.ggml.size());
+  if (details == Details::kFill) fill_details(out);
+  return galloc::Status::ok();
 }
 
 // The tensors of a context, in context order (their ids are 0..n-1), plus the view sources
@@ -604,24 +651,29 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       GGML_LOG_ERROR("%s: the allocator is NULL\n", __func__);
       return false;
     }
-    if (galloc::Status s = convert_graph(graph, galloc->current); !s) {
+    if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip); !s) {
       log_error(__func__, s);
       return false;
     }
     galloc::Graph& g = galloc->current.graph;
-    const bool reserving = !galloc->dump_dir.empty() && galloc->allocator->needs_reserve(g);
-    if (galloc::Status s = galloc->allocator->alloc(g); !s) {
-      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1) {
-        // several buffers: the caller must reserve with the buffer ids first (upstream's false)
+    // The tensors' addresses come from the plan (init_tensor), not from g, so when the graph
+    // fits the reservation GraphAllocator::alloc has nothing to do for the drop-in; otherwise
+    // it reserves again (one buffer) or refuses (several), and that needs the whole graph.
+    if (galloc->allocator->needs_reserve(g)) {
+      fill_details(galloc->current);
+      if (galloc::Status s = galloc->allocator->alloc(g); !s) {
+        if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1) {
+          // several buffers: the caller must reserve with the buffer ids first (upstream's false)
 #ifndef NDEBUG
-        GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
+          GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
 #endif
+          return false;
+        }
+        log_error(__func__, s);
         return false;
       }
-      log_error(__func__, s);
-      return false;
+      dump_graph(galloc, {}, __func__);
     }
-    if (reserving) dump_graph(galloc, {}, __func__);
 
     // reset buffers
     std::vector<std::vector<galloc::Buffer*>> chunks(galloc->bufts.size());
