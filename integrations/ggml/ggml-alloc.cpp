@@ -187,7 +187,7 @@ class TensorIds {
     size_ = 0;
   }
   // The id of `t`, or `next` (inserted) when `t` is new.
-  TensorId find_or_insert(const ggml_tensor* t, TensorId next) {
+  [[gnu::always_inline]] TensorId find_or_insert(const ggml_tensor* t, TensorId next) {
     if (2 * (size_ + 1) > slots_.size()) grow();
     for (std::size_t i = index(t);; i = (i + 1) & (slots_.size() - 1)) {
       Slot& slot = slots_[i];
@@ -215,7 +215,7 @@ class TensorIds {
     const auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(t)) * 0x9e3779b97f4a7c15ull;
     return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
   }
-  void grow() {
+  [[gnu::noinline]] void grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.size() * 2, Slot{});
     size_ = 0;
@@ -245,7 +245,7 @@ struct Converted {
     ids.clear(expected);
   }
 
-  TensorId add(ggml_tensor* t) {
+  [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
     const TensorId id = ids.find_or_insert(t, next);
     if (id == next) ggml.push_back(t);
@@ -550,16 +550,23 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
   return true;
 }
 
+// A backend buffer of the plan and its base address, looked up once per alloc_graph.
+struct Chunk {
+  ggml_backend_buffer_t handle;
+  std::byte* base;
+};
+
 // ggml_gallocr_init_tensor: views take their address from their source's buffer; tensors
 // without memory get the planned address. chunks: per buffer id, its backend buffers.
-bool init_tensor(ggml_gallocr* galloc, const std::vector<std::vector<galloc::Buffer*>>& chunks, TensorId id) {
-  ggml_tensor* tensor = galloc->current.ggml[static_cast<std::size_t>(id)];
+bool init_tensor(const Converted& current, const galloc::Plan& plan, const std::vector<std::vector<Chunk>>& chunks,
+                 TensorId id) {
+  ggml_tensor* tensor = current.ggml[static_cast<std::size_t>(id)];
   if (tensor->view_src != nullptr) {
     if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) view_init(tensor);
     return true;
   }
   if (tensor->data != nullptr) return true;
-  const galloc::TensorPlacement& slot = galloc->allocator->plan()->tensors[static_cast<std::size_t>(id)];
+  const galloc::TensorPlacement& slot = plan.tensors[static_cast<std::size_t>(id)];
   if (!slot.planned()) {
     // Only a tensor with a buffer but no data gets here: upstream would abort in
     // ggml_backend_tensor_alloc.
@@ -567,8 +574,8 @@ bool init_tensor(ggml_gallocr* galloc, const std::vector<std::vector<galloc::Buf
                    tensor->name);
     return false;
   }
-  galloc::Buffer* chunk = chunks[static_cast<std::size_t>(slot.buffer)][static_cast<std::size_t>(slot.chunk)];
-  tensor_alloc(handle_of(chunk), tensor, chunk->base() + slot.offset);
+  const Chunk& chunk = chunks[static_cast<std::size_t>(slot.buffer)][static_cast<std::size_t>(slot.chunk)];
+  tensor_alloc(chunk.handle, tensor, chunk.base + slot.offset);
   return true;
 }
 
@@ -676,20 +683,24 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
     }
 
     // reset buffers
-    std::vector<std::vector<galloc::Buffer*>> chunks(galloc->bufts.size());
+    std::vector<std::vector<Chunk>> chunks(galloc->bufts.size());
     for (std::size_t b = 0; b < chunks.size(); ++b) {
-      chunks[b] = galloc->allocator->chunks(static_cast<BufferId>(b));
-      for (galloc::Buffer* chunk : chunks[b]) ggml_backend_buffer_reset(handle_of(chunk));
+      for (galloc::Buffer* chunk : galloc->allocator->chunks(static_cast<BufferId>(b))) {
+        ggml_backend_buffer_reset(handle_of(chunk));
+        chunks[b].push_back({handle_of(chunk), chunk->base()});
+      }
     }
     // leafs, then per node its sources and the node, as upstream
+    const Converted& current = galloc->current;
+    const galloc::Plan& plan = *galloc->allocator->plan();
     for (TensorId leaf : g.leafs) {
-      if (!init_tensor(galloc, chunks, leaf)) return false;
+      if (!init_tensor(current, plan, chunks, leaf)) return false;
     }
     for (TensorId node : g.nodes) {
       for (TensorId src : g[node].src) {
-        if (src != galloc::kNoTensor && !init_tensor(galloc, chunks, src)) return false;
+        if (src != galloc::kNoTensor && !init_tensor(current, plan, chunks, src)) return false;
       }
-      if (!init_tensor(galloc, chunks, node)) return false;
+      if (!init_tensor(current, plan, chunks, node)) return false;
     }
     return true;
   } catch (...) {
