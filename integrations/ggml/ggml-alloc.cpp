@@ -245,6 +245,12 @@ struct Converted {
     ids.clear(expected);
   }
 
+  // Per tensor of the last completed convert_graph, the pointers its edges' ids came from
+  // (src[0..GGML_MAX_SRC), then view_src): the same lists and the same edges give the same ids.
+  using Edges = std::array<const ggml_tensor*, GGML_MAX_SRC + 1>;
+  std::vector<Edges> edges;
+  bool edges_valid = false;
+
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
     const TensorId id = ids.find_or_insert(t, next);
@@ -330,8 +336,55 @@ enum class Details { kFill, kSkip };
 // src and view_src, in the order they are found. The same graph topology gives the same ids.
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
 // sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
-galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill) {
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill);
+
+// A graph with the last conversion's topology (the same leaf and node lists, the same
+// source and view source pointers in every tensor) gets the same ids, so only the fields
+// that are not edges are read again; without the hash lookups this is most of the gap to
+// upstream's alloc_graph, which rebuilds a ggml graph of the same shape every time.
+// false (and nothing of `out` to rely on but its ids) when the topology differs.
+bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::Status& status) {
+  if (!out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
+      static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
+    return false;
+  }
+  for (int i = 0; i < cgraph->n_leafs; ++i) {
+    if (cgraph->leafs[i] != out.ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])]) return false;
+  }
+  for (int i = 0; i < cgraph->n_nodes; ++i) {
+    if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])]) return false;
+  }
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    const ggml_tensor* t = out.ggml[i];
+    const Converted::Edges& edges = out.edges[i];
+    for (int s = 0; s < GGML_MAX_SRC; ++s) {
+      if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
+    }
+    if (t->view_src != edges[GGML_MAX_SRC]) return false;
+    galloc::Tensor& g = out.graph.tensors[i];
+    if (!set_type(t, g)) {
+      status = type_error(t);
+      return true;
+    }
+    g.op = op_of(t->op);
+    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.has_memory = has_memory(t, MemoryRule::kGraph);
+  }
+  status = galloc::Status::ok();
+  return true;
+}
+
+// Leafs get the first ids, then nodes, in list order; then every tensor they reach through
+// src and view_src, in the order they are found. The same graph topology gives the same ids.
+// Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
+// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
+  if (galloc::Status status; reconvert_same_topology(cgraph, out, status)) {
+    if (status && details == Details::kFill) fill_details(out);
+    return status;
+  }
+  out.edges_valid = false;
   out.clear(static_cast<std::size_t>(cgraph->n_nodes) + static_cast<std::size_t>(cgraph->n_leafs));
   for (int i = 0; i < cgraph->n_leafs; ++i) {
     if (cgraph->leafs[i] == nullptr) return galloc::invalid_argument("leaf " + std::to_string(i) + " is NULL");
@@ -353,6 +406,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     const TensorId view_src = t->view_src == nullptr ? galloc::kNoTensor : out.add(t->view_src);
     // keeps the elements of earlier calls (and their names' storage): they are overwritten
     if (tensors.size() < out.ggml.size()) tensors.resize(out.ggml.size());
+    if (out.edges.size() < out.ggml.size()) out.edges.resize(out.ggml.size());
     galloc::Tensor& g = tensors[i];
     if (!set_type(t, g)) return type_error(t);
     g.op = op_of(t->op);
@@ -360,8 +414,13 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     g.view_src = view_src;
     g.flags = static_cast<std::uint32_t>(t->flags);
     g.has_memory = has_memory(t, MemoryRule::kGraph);
+    Converted::Edges& edges = out.edges[i];
+    std::copy(t->src, t->src + GGML_MAX_SRC, edges.begin());
+    edges[GGML_MAX_SRC] = t->view_src;
   }
   tensors.resize(out.ggml.size());
+  out.edges.resize(out.ggml.size());
+  out.edges_valid = true;
   if (details == Details::kFill) fill_details(out);
   return galloc::Status::ok();
 }
