@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
@@ -31,6 +32,8 @@
 
 namespace {
 
+using namespace galloc::dropin_test;
+
 // ------------------------------------------------------------------ reporting
 
 void exact(const std::string& key, const std::string& value) { std::printf("exact %s %s\n", key.c_str(), value.c_str()); }
@@ -39,30 +42,6 @@ void size_line(const std::string& key, std::uint64_t value) { std::printf("size 
 void info(const std::string& key, const std::string& value) { std::printf("info %s %s\n", key.c_str(), value.c_str()); }
 // where the allocator put every tensor: the same as stock with GALLOC_STRATEGY=ggml
 void layout(const std::string& key, const std::string& value) { std::printf("layout %s %s\n", key.c_str(), value.c_str()); }
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "dropin_graphs: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-void check(bool ok, const std::string& what) {
-  if (!ok) fail(what);
-}
-
-std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 // Hash of a tensor's bytes, read through the backend; also checks the values are finite.
 std::string tensor_hash(const ggml_tensor* t) {
@@ -98,19 +77,6 @@ std::string layout_hash(ggml_cgraph* gf) {
 }
 
 // ------------------------------------------------------------------ random data
-
-struct Rng {
-  std::uint64_t s;
-  explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}
-  std::uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  float uniform(float scale) { return (static_cast<float>(next() >> 40) / 16777216.0f - 0.5f) * 2.0f * scale; }
-  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
-};
 
 void fill(ggml_tensor* t, Rng& rng, float scale) {
   const std::int64_t n = ggml_nelements(t);

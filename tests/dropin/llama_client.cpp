@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -24,37 +25,13 @@ extern "C" size_t __real_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t
 
 namespace {
 
+using namespace galloc::dropin_test;
+
 // the latest compute buffer size llama.cpp read, per backend name
 std::map<std::string, size_t>& compute_sizes() {
   static std::map<std::string, size_t> sizes;
   return sizes;
 }
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "llama_client: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-struct Rng {
-  std::uint64_t s;
-  explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}
-  float uniform(float scale) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return (static_cast<float>(s >> 40) / 16777216.0f - 0.5f) * 2.0f * scale;
-  }
-};
 
 constexpr int kVocab = 128, kEmbd = 64, kHead = 4, kHeadKv = 2, kFf = 160, kLayers = 2, kCtxTrain = 256;
 
@@ -111,12 +88,6 @@ void write_model(const std::string& path) {
   if (!gguf_write_to_file(g, path.c_str(), false)) fail("cannot write " + path);
   gguf_free(g);
   ggml_free(ctx);
-}
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
 }
 
 int argmax(const float* logits) {

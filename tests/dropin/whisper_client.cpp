@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml.h"
@@ -36,37 +37,7 @@ ggml_backend_buffer_t __real_ggml_backend_alloc_ctx_tensors_from_buft(struct ggm
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "whisper_client: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
-
-struct Rng {
-  std::uint64_t s;
-  explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}
-  float uniform(float scale) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return (static_cast<float>(s >> 40) / 16777216.0f - 0.5f) * 2.0f * scale;
-  }
-};
+using namespace galloc::dropin_test;
 
 // Tiny, but with the real model's structure. The loader takes any vocabulary size; the
 // special token ids (sot = 50257 ...) only matter to whisper_full, which is not used here.

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "galloc/zoo.hpp"
+#include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
@@ -38,46 +39,11 @@
 
 namespace {
 
+using namespace galloc::dropin_test;
+
 using galloc::TensorId;
 using galloc::kNoTensor;
 namespace zoo = galloc::zoo;
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "zoo_ggml: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-void check(bool ok, const std::string& what) {
-  if (!ok) fail(what);
-}
-
-std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
-
-struct Rng {
-  std::uint64_t s;
-  explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}
-  std::uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  float uniform(float scale) { return (static_cast<float>(next() >> 40) / 16777216.0f - 0.5f) * 2.0f * scale; }
-  std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
-};
 
 // ------------------------------------------------------------------ the mirror
 

@@ -1,0 +1,55 @@
+// What every drop-in test program shares: failing with a message, hashing results, and a
+// small deterministic random generator (the stock and galloc builds of a program must draw
+// the same weights and inputs, so this is a fixed xorshift rather than <random>).
+#pragma once
+
+#include <cerrno>  // program_invocation_short_name
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace galloc::dropin_test {
+
+[[noreturn]] inline void fail(const std::string& what) {
+  std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, what.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+inline void check(bool ok, const std::string& what) {
+  if (!ok) fail(what);
+}
+
+inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+inline std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+struct Rng {
+  std::uint64_t s;
+  explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}
+  std::uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  // uniform in [-scale, scale)
+  float uniform(float scale) { return (static_cast<float>(next() >> 40) / 16777216.0f - 0.5f) * 2.0f * scale; }
+  // uniform in [0, n)
+  std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
+};
+
+}  // namespace galloc::dropin_test
