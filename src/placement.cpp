@@ -15,12 +15,6 @@ constexpr std::array<StrategyName, 4> kStrategies{{{Strategy::kGgml, "ggml"},
                                                    {Strategy::kExact, "exact"},
                                                    {Strategy::kBest, "best"}}};
 
-Bytes total(const std::vector<Bytes>& chunks) {
-  Bytes sum = 0;
-  for (Bytes c : chunks) sum += c;
-  return sum;
-}
-
 // A placement function best may try; each sees the lifetimes best plans with.
 using Candidate = Placement (*)(const Lifetimes&);
 
@@ -89,7 +83,7 @@ Result<Placement> place(const Lifetimes& lifetimes, const PlacementOptions& opti
       const auto lower = live_lower_bound(lifetimes);
       bool worth_it = false;
       for (std::size_t a = 0; a < lower.size(); ++a) {
-        const auto size = static_cast<double>(total(best.chunk_sizes[a]));
+        const auto size = static_cast<double>(chunks_total(best.chunk_sizes[a]));
         worth_it = worth_it || size > static_cast<double>(lower[a]) * (1.0 + options.best_search_min_gap);
       }
       if (!worth_it) return best;
@@ -111,7 +105,9 @@ Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placeme
     for (std::size_t i = 1; i < candidates.size(); ++i) {
       const auto& mine = candidates[i].chunk_sizes[a];
       const auto& theirs = candidates[winner[a]].chunk_sizes[a];
-      if (total(mine) < total(theirs) || (total(mine) == total(theirs) && mine.size() < theirs.size())) {
+      const Bytes my_size = chunks_total(mine);
+      const Bytes their_size = chunks_total(theirs);
+      if (my_size < their_size || (my_size == their_size && mine.size() < theirs.size())) {
         winner[a] = i;
       }
     }
@@ -124,6 +120,12 @@ Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placeme
   }
   for (std::size_t a = 0; a < n_allocators; ++a) best.chunk_sizes.push_back(candidates[winner[a]].chunk_sizes[a]);
   return best;
+}
+
+Bytes chunks_total(const std::vector<Bytes>& chunk_sizes) {
+  Bytes sum = 0;
+  for (Bytes c : chunk_sizes) sum += c;
+  return sum;
 }
 
 std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {
@@ -145,7 +147,7 @@ std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {
 bool cannot_be_beaten(const Lifetimes& lifetimes, const Placement& placement, const std::vector<Bytes>& lower) {
   for (std::size_t a = 0; a < lower.size(); ++a) {
     const auto& chunks = placement.chunk_sizes[a];
-    if (total(chunks) > lower[a]) return false;
+    if (chunks_total(chunks) > lower[a]) return false;
     if (chunks.size() <= 1) continue;
     // Chunks no larger than the max size (no object above it) cannot hold the lower bound in
     // fewer than lower / max size of them.

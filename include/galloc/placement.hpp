@@ -91,6 +91,8 @@ struct LowestOffsetOptions {
 // Starts from `start` (a valid placement, say greedy's) and searches for smaller ones.
 [[nodiscard]] Result<Placement> place_exact(const Lifetimes& lifetimes, const Placement& start,
                                             const ExactOptions& options);
+// The bytes one allocator's placement needs: the sum of its chunk sizes.
+[[nodiscard]] Bytes chunks_total(const std::vector<Bytes>& chunk_sizes);
 // The smallest of several placements, chosen per allocator (allocators are independent).
 [[nodiscard]] Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placement> candidates);
 

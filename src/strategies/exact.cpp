@@ -64,12 +64,6 @@ constexpr std::size_t kMaxItems = 1u << 20;
 constexpr std::size_t kMaxOverlaps = std::size_t{1} << 26;
 constexpr Units kMaxUnits = Units{1} << 62;
 
-Bytes total(const std::vector<Bytes>& chunks) {
-  Bytes sum = 0;
-  for (Bytes c : chunks) sum += c;
-  return sum;
-}
-
 Units units_up(Bytes bytes, Bytes alignment) { return bytes / alignment + (bytes % alignment != 0 ? 1 : 0); }
 
 // One allocator's storage objects as a packing problem, in units of the alignment.
@@ -720,7 +714,7 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
                         const ExactOptions& options, std::span<const double> durations, Placement& placement,
                         bool& changed) {
   const auto a = static_cast<std::size_t>(allocator);
-  const Bytes start_total = total(placement.chunk_sizes[a]);
+  const Bytes start_total = chunks_total(placement.chunk_sizes[a]);
   const std::string name = "allocator " + std::to_string(allocator);
   if (options.capacity ? start_total <= *options.capacity : start_total <= live_bound) return Status::ok();
 
@@ -770,7 +764,7 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
       case Outcome::kFound:
         apply(lifetimes, allocator, p, offsets, placement);
         changed = true;
-        reporter.best = total(placement.chunk_sizes[a]);
+        reporter.best = chunks_total(placement.chunk_sizes[a]);
         reporter.maybe_report(Clock::now(), true);
         return Status::ok();
       case Outcome::kInfeasible:

@@ -12,55 +12,15 @@
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
 #include "galloc/zoo.hpp"
+#include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc {
 namespace {
 
-Bytes total(const std::vector<Bytes>& chunks) {
-  Bytes sum = 0;
-  for (Bytes c : chunks) sum += c;
-  return sum;
-}
+using Buffer = testing::TimedBuffer;
+using testing::make_lifetimes;
 
-struct Buffer {
-  Step lower;  // half-open [lower, upper) in time
-  Step upper;
-  Bytes size;
-};
-
-// A Lifetimes for the buffers, one allocator: events in time order, frees before allocations
-// at equal times.
-Lifetimes make_lifetimes(const std::vector<Buffer>& buffers, AllocatorSpec allocator = {}) {
-  Lifetimes lifetimes;
-  lifetimes.allocators = {allocator};
-  lifetimes.buffer_allocator = {0};
-  struct Point {
-    Step time;
-    int kind;  // 0 free, 1 allocate
-    std::size_t buffer;
-  };
-  std::vector<Point> points;
-  for (std::size_t b = 0; b < buffers.size(); ++b) {
-    points.push_back({buffers[b].lower, 1, b});
-    points.push_back({buffers[b].upper, 0, b});
-  }
-  std::sort(points.begin(), points.end(), [](const Point& x, const Point& y) {
-    if (x.time != y.time) return x.time < y.time;
-    if (x.kind != y.kind) return x.kind < y.kind;
-    return x.buffer < y.buffer;
-  });
-  lifetimes.storages.resize(buffers.size());
-  for (std::size_t b = 0; b < buffers.size(); ++b) lifetimes.storages[b].size = buffers[b].size;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    StorageObject& storage = lifetimes.storages[points[i].buffer];
-    const bool allocate = points[i].kind == 1;
-    lifetimes.events.push_back({allocate ? LifetimeEvent::Kind::kAllocate : LifetimeEvent::Kind::kFree,
-                                static_cast<StorageId>(points[i].buffer), 0, storage.size});
-    (allocate ? storage.live.lower : storage.live.upper) = static_cast<Step>(i);
-  }
-  return lifetimes;
-}
 
 void expect_valid(const Lifetimes& lifetimes, const Placement& placement, const std::string& what = "") {
   const auto issues = validate_placement(lifetimes, placement);
@@ -90,7 +50,7 @@ TEST(LowestOffsetFirst, ReachesTheLowerBoundWhereGreedyBySizeDoesNot) {
   });
   ASSERT_EQ(live_lower_bound(lifetimes)[0], 9u);
   const Placement placement = place_lowest_offset_first(lifetimes);
-  EXPECT_EQ(total(placement.chunk_sizes[0]), 9u);
+  EXPECT_EQ(chunks_total(placement.chunk_sizes[0]), 9u);
   expect_valid(lifetimes, placement);
 }
 
@@ -120,7 +80,7 @@ TEST(LowestOffsetFirst, PlacesLaterObjectsIntoFreedTails) {
                       {Kind::kFree, 0, 0, 4}};
   ASSERT_EQ(live_lower_bound(lifetimes)[0], 8u);
   const Placement placement = place_lowest_offset_first(lifetimes);
-  EXPECT_EQ(total(placement.chunk_sizes[0]), 8u);
+  EXPECT_EQ(chunks_total(placement.chunk_sizes[0]), 8u);
   EXPECT_EQ(placement.storage_address[1].offset, 4u);
   expect_valid(lifetimes, placement);
 }
@@ -139,12 +99,12 @@ TEST(LowestOffsetFirst, OnlyAnOversizedObjectsChunkPassesTheMaxSize) {
           {2, 4, 64},  // S
           {0, 4, 64},  // T
       },
-      {16, 64});
+      {{16, 64}});
   ASSERT_EQ(live_lower_bound(lifetimes)[0], 160u);
   const Placement placement = place_lowest_offset_first(lifetimes);
   expect_valid(lifetimes, placement);
   const auto& chunks = placement.chunk_sizes[0];
-  EXPECT_EQ(total(chunks), 160u);
+  EXPECT_EQ(chunks_total(chunks), 160u);
   const auto big_chunk = static_cast<std::size_t>(placement.storage_address[0].chunk);
   for (std::size_t c = 0; c < chunks.size(); ++c) EXPECT_LE(chunks[c], c == big_chunk ? 96u : 64u) << "chunk " << c;
   EXPECT_EQ(placement.storage_address[0].chunk, placement.storage_address[1].chunk);
@@ -152,7 +112,7 @@ TEST(LowestOffsetFirst, OnlyAnOversizedObjectsChunkPassesTheMaxSize) {
 
   // Two objects live with Big that fit no chunk of the max size together go to two chunks,
   // not to one as large as Big.
-  const Lifetimes crowded = make_lifetimes({{0, 2, 96}, {0, 2, 48}, {0, 2, 48}}, {16, 64});
+  const Lifetimes crowded = make_lifetimes({{0, 2, 96}, {0, 2, 48}, {0, 2, 48}}, {{16, 64}});
   const Placement split = place_lowest_offset_first(crowded);
   expect_valid(crowded, split);
   EXPECT_EQ(split.chunk_sizes[0], (std::vector<Bytes>{96, 48, 48}));
@@ -201,7 +161,7 @@ TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
         ASSERT_TRUE(issues.empty()) << "seed " << seed << " defer " << defer << " order "
                                     << static_cast<int>(order) << ": " << issues.front().message;
         for (std::size_t a = 0; a < lower.size(); ++a) {
-          EXPECT_GE(total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
+          EXPECT_GE(chunks_total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
         }
         // No chunk passes the max size, but for the one of an object larger than it.
         std::vector<std::vector<Bytes>> largest_in(lower.size());
@@ -237,7 +197,7 @@ TEST(LowestOffsetFirst, ReachesTheLowerBoundOnEveryZooGraph) {
     ASSERT_TRUE(lifetimes.is_ok()) << entry.name << ": " << lifetimes.status().to_string();
     const Placement placement = place_lowest_offset_first(*lifetimes);
     expect_valid(*lifetimes, placement, entry.name);
-    EXPECT_EQ(total(placement.chunk_sizes[0]), live_lower_bound(*lifetimes)[0]) << entry.name;
+    EXPECT_EQ(chunks_total(placement.chunk_sizes[0]), live_lower_bound(*lifetimes)[0]) << entry.name;
   }
 }
 

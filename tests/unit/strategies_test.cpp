@@ -10,16 +10,12 @@
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc {
 namespace {
 
-Bytes total(const std::vector<Bytes>& chunks) {
-  Bytes sum = 0;
-  for (Bytes c : chunks) sum += c;
-  return sum;
-}
 
 constexpr GreedyOptions kGreedyVariants[] = {
     {GreedyOrder::kDecreasingSize, GapChoice::kBestFit},
@@ -151,7 +147,7 @@ TEST_P(EveryStrategy, RandomGraphsGiveValidPlansAboveTheLowerBound) {
     ASSERT_TRUE(issues.empty()) << "seed " << seed << ": " << issues.front().message;
     const auto lower = live_lower_bound(*lifetimes);
     for (std::size_t a = 0; a < lower.size(); ++a) {
-      EXPECT_GE(total(placement->chunk_sizes[a]), lower[a]) << "seed " << seed;
+      EXPECT_GE(chunks_total(placement->chunk_sizes[a]), lower[a]) << "seed " << seed;
     }
   }
 }
@@ -168,7 +164,7 @@ TEST(BestStrategy, NeverWorseThanGgmlPerBuffer) {
     const Placement ggml = place_ggml(*lifetimes);
     auto best = place(*lifetimes, {Strategy::kBest});
     for (std::size_t a = 0; a < ggml.chunk_sizes.size(); ++a) {
-      EXPECT_LE(total(best->chunk_sizes[a]), total(ggml.chunk_sizes[a])) << "seed " << seed;
+      EXPECT_LE(chunks_total(best->chunk_sizes[a]), chunks_total(ggml.chunk_sizes[a])) << "seed " << seed;
     }
   }
 }
@@ -247,7 +243,7 @@ TEST(BestStrategy, NeverWorseThanAnyGreedyVariantPerBuffer) {
     for (const GreedyOptions& options : kGreedyVariants) {
       const Placement greedy = place_greedy(*lifetimes, options);
       for (std::size_t a = 0; a < greedy.chunk_sizes.size(); ++a) {
-        EXPECT_LE(total(best->chunk_sizes[a]), total(greedy.chunk_sizes[a])) << "seed " << seed << ", " << variant_name(options);
+        EXPECT_LE(chunks_total(best->chunk_sizes[a]), chunks_total(greedy.chunk_sizes[a])) << "seed " << seed << ", " << variant_name(options);
       }
     }
   }
@@ -290,11 +286,11 @@ TEST(GreedyStrategy, AvoidsTheFragmentationOfOnlineBestFit) {
   auto lifetimes = analyze_lifetimes(g, types);
   ASSERT_TRUE(lifetimes.is_ok());
   EXPECT_EQ(live_lower_bound(*lifetimes)[0], 256u);
-  EXPECT_EQ(total(place_ggml(*lifetimes).chunk_sizes[0]), 320u);
+  EXPECT_EQ(chunks_total(place_ggml(*lifetimes).chunk_sizes[0]), 320u);
   const Placement greedy = place_greedy(*lifetimes);
-  EXPECT_EQ(total(greedy.chunk_sizes[0]), 256u);
+  EXPECT_EQ(chunks_total(greedy.chunk_sizes[0]), 256u);
   EXPECT_TRUE(validate_placement(*lifetimes, greedy).empty());
-  EXPECT_EQ(total(place(*lifetimes, {Strategy::kBest})->chunk_sizes[0]), 256u);
+  EXPECT_EQ(chunks_total(place(*lifetimes, {Strategy::kBest})->chunk_sizes[0]), 256u);
 }
 
 // With a max size, the offline planner packs into chunks no larger than the max, except a
