@@ -153,7 +153,9 @@ bool cannot_be_beaten(const Lifetimes& lifetimes, const Placement& placement, co
     // fewer than lower / max size of them.
     const Bytes limit = lifetimes.allocators[a].max_chunk_size;
     if (std::any_of(chunks.begin(), chunks.end(), [&](Bytes c) { return c > limit; })) return false;
-    if (chunks.size() > lower[a] / limit + (lower[a] % limit != 0 ? 1 : 0)) return false;
+    // A max size of 0 (a buffer type that takes nothing) leaves only empty chunks here.
+    const Bytes fewest = limit == 0 ? 0 : lower[a] / limit + (lower[a] % limit != 0 ? 1 : 0);
+    if (chunks.size() > fewest) return false;
   }
   return true;
 }

@@ -265,6 +265,9 @@ TEST(BestStrategy, CannotBeBeatenOnlyAtTheLowerBoundInTheFewestChunks) {
   EXPECT_FALSE(cannot_be_beaten(lifetimes, placement({64}, {200, 50}), lower)) << "a chunk above the max size";
   // Nothing to place: no chunks, lower bound 0.
   EXPECT_TRUE(cannot_be_beaten(lifetimes, placement({}, {}), {0, 0}));
+  // A max size of 0 with only empty objects (found by fuzz_planner: it divided by the max size).
+  lifetimes.allocators[1].max_chunk_size = 0;
+  EXPECT_FALSE(cannot_be_beaten(lifetimes, placement({64}, {0, 0}), {64, 0})) << "two empty chunks, none would do";
 }
 
 // Online best fit leaves a hole that the next, larger tensor cannot use:
