@@ -42,11 +42,11 @@ constexpr std::array<Candidate, 4> kCandidatesAfterTheFirstTwo{
 
 // Which of the first two goes first is a matter of cost. Lowest-offset-first looks at a
 // waiting object again after each placement that raises it, so its cost grows faster than
-// greedy's: on the zoo it takes 1.0-1.5x greedy's time up to about 330 storage objects and
-// about 2x from 340 on. Below this size, trying it first costs little on the graphs where
-// greedy would have been enough and saves greedy's attempt on those where it falls short
-// (gpt2-small-tg1, ViT-B/16, ResNet-50, training-llama-2l: 165 to 236 objects); above it,
-// greedy's cheaper attempt goes first.
+// greedy's: on the zoo it takes 0.96-1.5x greedy's time up to 329 storage objects (but 2.4x
+// on training-llama-2l) and 1.5-2.1x from 340 on. Up to this size, trying it first costs
+// little on the graphs where greedy would have been enough and saves greedy's attempt on those
+// where it falls short (training-llama-2l, ResNet-50, ViT-B/16, gpt2-small-tg1: 107 to 236
+// objects); above it, greedy's cheaper attempt goes first.
 constexpr std::size_t kLowestOffsetFirstUpTo = 336;
 
 // ggml, then the candidates until every allocator is at its lower bound.
