@@ -18,13 +18,6 @@ constexpr std::array<StrategyName, 4> kStrategies{{{Strategy::kGgml, "ggml"},
 // A placement function best may try; each sees the lifetimes best plans with.
 using Candidate = Placement (*)(const Lifetimes&);
 
-Placement greedy_by_size_lowest_gap(const Lifetimes& l) {
-  return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset});
-}
-Placement lowest_offset_first_by_area(const Lifetimes& l) {
-  return place_lowest_offset_first(l, {LowestOffsetOrder::kBusiestThenArea});
-}
-
 // best's candidates after ggml, the most often smallest first, since best stops at the first
 // that reaches the lower bound. Greedy by size into the lowest gap is the smallest on 19 of the
 // 23 zoo graphs and on 96% of random allocators; lowest-offset-first (busiest, then area)
@@ -33,35 +26,34 @@ Placement lowest_offset_first_by_area(const Lifetimes& l) {
 // allocators: by size best fit 8, by start best fit 3, by start lowest offset 1; the lifetime
 // order lowers the geometric mean over random graphs from 1.0040 to 1.0015 with the others),
 // so they stay, behind.
-constexpr std::array<Candidate, 4> kCandidatesAfterTheFirstTwo{
+constexpr std::array<Candidate, 6> kCandidatesAfterGgml{
+    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset}); },
+    [](const Lifetimes& l) { return place_lowest_offset_first(l, {LowestOffsetOrder::kBusiestThenArea}); },
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kBestFit}); },
     [](const Lifetimes& l) { return place_lowest_offset_first(l, {LowestOffsetOrder::kBusiestThenLifetime}); },
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kBestFit}); },
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kLowestOffset}); },
 };
 
-// Which of the first two goes first is a matter of cost. Lowest-offset-first looks at a
-// waiting object again after each placement that raises it, so its cost grows faster than
-// greedy's: on the zoo it takes 0.96-1.5x greedy's time up to 329 storage objects (but 2.4x
-// on training-llama-2l) and 1.5-2.1x from 340 on. Up to this size, trying it first costs
-// little on the graphs where greedy would have been enough and saves greedy's attempt on those
-// where it falls short (training-llama-2l, ResNet-50, ViT-B/16, gpt2-small-tg1: 107 to 236
-// objects); above it, greedy's cheaper attempt goes first.
+// Which of the first two goes first is a matter of cost: up to this size they swap.
+// Lowest-offset-first looks at a waiting object again after each placement that raises it, so
+// its cost grows faster than greedy's: on the zoo it takes 0.96-1.5x greedy's time up to 329
+// storage objects (but 2.4x on training-llama-2l) and 1.5-2.1x from 340 on. Up to this size,
+// trying it first costs little on the graphs where greedy would have been enough and saves
+// greedy's attempt on those where it falls short (training-llama-2l, ResNet-50, ViT-B/16,
+// gpt2-small-tg1: 107 to 236 objects); above it, greedy's cheaper attempt goes first.
 constexpr std::size_t kLowestOffsetFirstUpTo = 336;
 
 // ggml, then the candidates until every allocator is at its lower bound.
 Placement best_of_fast_strategies(const Lifetimes& lifetimes) {
   const std::vector<Bytes> lower = live_lower_bound(lifetimes);
   Placement best = place_ggml(lifetimes);
-  const bool small = lifetimes.storages.size() <= kLowestOffsetFirstUpTo;
-  std::array<Candidate, 2> first_two{greedy_by_size_lowest_gap, lowest_offset_first_by_area};
-  if (small) std::swap(first_two[0], first_two[1]);
-  auto try_candidate = [&](Candidate candidate) {
-    if (cannot_be_beaten(lifetimes, best, lower)) return;
+  std::array<Candidate, 6> candidates = kCandidatesAfterGgml;
+  if (lifetimes.storages.size() <= kLowestOffsetFirstUpTo) std::swap(candidates[0], candidates[1]);
+  for (Candidate candidate : candidates) {
+    if (cannot_be_beaten(lifetimes, best, lower)) break;
     best = smallest_per_allocator(lifetimes, {std::move(best), candidate(lifetimes)});
-  };
-  for (Candidate candidate : first_two) try_candidate(candidate);
-  for (Candidate candidate : kCandidatesAfterTheFirstTwo) try_candidate(candidate);
+  }
   return best;
 }
 }  // namespace
