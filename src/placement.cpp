@@ -35,10 +35,10 @@ constexpr std::array<Candidate, 6> kCandidatesAfterGgml{
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kLowestOffset}); },
 };
 
-// Which of the first two goes first is a matter of cost: up to this size they swap.
-// Lowest-offset-first looks at a waiting object again after each placement that raises it, so
-// its cost grows faster than greedy's: on the zoo it takes 0.96-1.5x greedy's time up to 329
-// storage objects (but 2.4x on training-llama-2l) and 1.5-2.1x from 340 on. Up to this size,
+// Which of the first two goes first is a matter of cost: up to this size they swap. On the
+// zoo (x86-64 with AVX2) lowest-offset-first takes 0.37-1.15x greedy's time up to 329 storage
+// objects (but 2x, 1 us, on whisper-base-cross's 12) and 1.07-1.6x from 340 on (0.82-0.87x on
+// the UNets). Up to this size,
 // trying it first costs little on the graphs where greedy would have been enough and saves
 // greedy's attempt on those where it falls short (training-llama-2l, ResNet-50, ViT-B/16,
 // gpt2-small-tg1: 107 to 236 objects); above it, greedy's cheaper attempt goes first.
