@@ -139,6 +139,18 @@ Bytes chunks_total(const std::vector<Bytes>& chunk_sizes) {
   return sum;
 }
 
+std::vector<std::vector<StorageId>> storages_by_allocator(const Lifetimes& lifetimes) {
+  // Counted first: on small graphs growing the lists took a tenth of a placement's time.
+  std::vector<std::size_t> count(lifetimes.allocators.size(), 0);
+  for (const StorageObject& object : lifetimes.storages) ++count[static_cast<std::size_t>(object.allocator)];
+  std::vector<std::vector<StorageId>> ids(count.size());
+  for (std::size_t a = 0; a < count.size(); ++a) ids[a].reserve(count[a]);
+  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
+    ids[static_cast<std::size_t>(lifetimes.storages[s].allocator)].push_back(static_cast<StorageId>(s));
+  }
+  return ids;
+}
+
 std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {
   std::vector<Bytes> live(lifetimes.allocators.size(), 0);
   std::vector<Bytes> peak(lifetimes.allocators.size(), 0);

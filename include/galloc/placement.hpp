@@ -100,6 +100,9 @@ struct LowestOffsetOptions {
                                             const ExactOptions& options);
 // The bytes one allocator's placement needs: the sum of its chunk sizes.
 [[nodiscard]] Bytes chunks_total(const std::vector<Bytes>& chunk_sizes);
+// The storage objects of each allocator, in id order (for strategies that place allocator by
+// allocator).
+[[nodiscard]] std::vector<std::vector<StorageId>> storages_by_allocator(const Lifetimes& lifetimes);
 // The smallest of several placements, chosen per allocator (allocators are independent).
 [[nodiscard]] Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placement> candidates);
 

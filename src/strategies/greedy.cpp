@@ -220,10 +220,7 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
   placement.storage_address.resize(lifetimes.storages.size());
   placement.chunk_sizes.resize(lifetimes.allocators.size());
 
-  std::vector<std::vector<StorageId>> by_allocator(lifetimes.allocators.size());
-  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
-    by_allocator[static_cast<std::size_t>(lifetimes.storages[s].allocator)].push_back(static_cast<StorageId>(s));
-  }
+  std::vector<std::vector<StorageId>> by_allocator = storages_by_allocator(lifetimes);
   // Steps relative to the earliest, so that hand-made lifetimes (intervals past the events,
   // or before step 0) index the trees safely too.
   Step first = 0;

@@ -21,6 +21,7 @@
 // own size, as in ggml, and other objects may use that chunk while it is dead (greedy gives
 // it a chunk that nothing else uses).
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -279,11 +280,17 @@ class ScanningPicker {
   void start(const std::vector<ItemInfo>& items, std::vector<std::pair<Item, Item>>& order, Bytes alignment) {
     std::sort(order.begin(), order.end());
     alignment_ = alignment;
+    alignment_shift_ = is_power_of_two(alignment) ? std::countr_zero(alignment) : -1;
     lower_.clear();
     upper_.clear();
     key_.clear();
     item_.clear();
     raises_.clear();
+    const std::size_t padded = (order.size() + kBlock - 1) / kBlock * kBlock;
+    lower_.reserve(padded);
+    upper_.reserve(padded);
+    key_.reserve(padded);
+    item_.reserve(padded);
     for (const auto& [rank, i] : order) {
       lower_.push_back(static_cast<Key>(items[i].lower));
       upper_.push_back(static_cast<Key>(items[i].upper));
@@ -315,7 +322,8 @@ class ScanningPicker {
 
   // The skyline rose to `top` (a multiple of the alignment) over steps [lower, upper).
   void raise(std::size_t lower, std::size_t upper, Offset top) {
-    raises_.push_back({static_cast<Key>(lower), static_cast<Key>(upper), static_cast<Key>(top / alignment_)});
+    const Offset units = alignment_shift_ >= 0 ? top >> alignment_shift_ : top / alignment_;
+    raises_.push_back({static_cast<Key>(lower), static_cast<Key>(upper), static_cast<Key>(units)});
   }
 
  private:
@@ -360,6 +368,7 @@ class ScanningPicker {
   }
 
   Bytes alignment_ = 1;
+  int alignment_shift_ = 0;  // log2 of the alignment when a power of two, else -1 (a division)
   std::size_t count_ = 0;  // waiting objects; the arrays hold padding among and after them
   // In rank order: each waiting object's live steps [lower, upper), lowest offset and item.
   std::vector<Key> lower_;
@@ -453,26 +462,27 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
   placement.chunk_sizes.resize(lifetimes.allocators.size());
   const auto steps = static_cast<std::size_t>(std::max<Step>(0, lifetimes.step_count()));
 
-  std::vector<std::vector<ItemInfo>> items_of(lifetimes.allocators.size());
-  std::vector<std::vector<StorageId>> loose_of(lifetimes.allocators.size());
-  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
-    const StorageObject& object = lifetimes.storages[s];
-    const auto a = static_cast<std::size_t>(object.allocator);
-    const auto lower = static_cast<std::size_t>(std::clamp<Step>(object.live.lower, 0, static_cast<Step>(steps)));
-    const auto upper = static_cast<std::size_t>(std::clamp<Step>(object.live.upper, 0, static_cast<Step>(steps)));
-    if (object.size == 0 || upper <= lower) {
-      loose_of[a].push_back(static_cast<StorageId>(s));
-    } else {
-      items_of[a].push_back({static_cast<StorageId>(s), lower, upper, object.size});
-    }
-  }
-
   ScanningPicker scanning;
   std::optional<LazyHeapPicker> lazy_heap;  // built when first needed: its tree spans every step
   std::vector<std::pair<Item, Item>> order;  // (rank, item) of the items for the current chunk
+  std::vector<ItemInfo> items;               // the current allocator's objects live at some step
+  std::vector<StorageId> loose;              // and those live at no step, or empty
+  const std::vector<std::vector<StorageId>> ids_of = storages_by_allocator(lifetimes);
   for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
     const Bytes alignment = std::max<Bytes>(1, lifetimes.allocators[a].alignment);
-    const std::vector<ItemInfo>& items = items_of[a];
+    items.clear();
+    items.reserve(ids_of[a].size());
+    loose.clear();
+    for (StorageId s : ids_of[a]) {
+      const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(s)];
+      const auto lower = static_cast<std::size_t>(std::clamp<Step>(object.live.lower, 0, static_cast<Step>(steps)));
+      const auto upper = static_cast<std::size_t>(std::clamp<Step>(object.live.upper, 0, static_cast<Step>(steps)));
+      if (object.size == 0 || upper <= lower) {
+        loose.push_back(s);
+      } else {
+        items.push_back({s, lower, upper, object.size});
+      }
+    }
     const std::vector<Item> rank = static_ranks(lifetimes, static_cast<AllocatorId>(a), items, options.order);
     const Bytes max_size = lifetimes.allocators[a].max_chunk_size;
 
@@ -494,6 +504,7 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
         }
       }
       order.clear();
+      order.reserve(waiting.size());
       for (Item i : waiting) order.emplace_back(i == oversized ? 0 : rank[i] + 1, i);
       next_chunk.clear();
       Bytes high = 0;
@@ -510,7 +521,7 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
     }
 
     // Storage objects live at no step, or empty: offset 0 of the first chunk, which must hold them.
-    for (StorageId s : loose_of[a]) {
+    for (StorageId s : loose) {
       placement.storage_address[static_cast<std::size_t>(s)] = {0, 0};
       if (chunks.empty()) chunks.push_back(0);
       chunks[0] = std::max(chunks[0], lifetimes.storages[static_cast<std::size_t>(s)].size);
