@@ -36,10 +36,9 @@ constexpr std::array<Candidate, 6> kCandidatesAfterGgml{
 };
 
 // Which of the first two goes first is a matter of cost: up to this size they swap. On the
-// zoo (x86-64 with AVX2) lowest-offset-first takes 0.37-1.15x greedy's time up to 329 storage
-// objects (but 2x, 1 us, on whisper-base-cross's 12) and 1.07-1.6x from 340 on (0.82-0.87x on
-// the UNets). Up to this size,
-// trying it first costs little on the graphs where greedy would have been enough and saves
+// zoo (x86-64 with AVX2) lowest-offset-first takes 0.32-1.03x greedy's time up to 329 storage
+// objects (but 1.3x, 0.3 us more, on whisper-base-cross's 12) and 0.95-1.4x from 340 on
+// (0.8x on the UNets). Up to this size, trying it first costs little on the graphs where greedy would have been enough and saves
 // greedy's attempt on those where it falls short (training-llama-2l, ResNet-50, ViT-B/16,
 // gpt2-small-tg1: 107 to 236 objects); above it, greedy's cheaper attempt goes first.
 constexpr std::size_t kLowestOffsetFirstUpTo = 336;

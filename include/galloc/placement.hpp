@@ -77,8 +77,8 @@ struct PlacementOptions {
 // Objects in non-decreasing offset order, each at the lowest offset above the placed objects
 // it is live with; among equals, the one live at the busiest step first, then by `order`:
 // the exact search's first descent without its backtracking
-// (src/strategies/lowest_offset_first.cpp). On the zoo it takes 0.37-1.6x the time of one
-// greedy variant (2x on a 12-object graph); with kBusiestThenArea it reaches the live lower
+// (src/strategies/lowest_offset_first.cpp). On the zoo it takes 0.32-1.4x the time of one
+// greedy variant; with kBusiestThenArea it reaches the live lower
 // bound on every zoo graph.
 enum class LowestOffsetOrder {
   kBusiestThenArea,      // then the larger size x lifetime, then the longer (MiniMalloc's TAW)
