@@ -78,8 +78,7 @@ struct PlacementOptions {
 // it is live with; among equals, the one live at the busiest step first, then by `order`:
 // the exact search's first descent without its backtracking
 // (src/strategies/lowest_offset_first.cpp). On the zoo it takes 0.32-1.4x the time of one
-// greedy variant; with kBusiestThenArea it reaches the live lower
-// bound on every zoo graph.
+// greedy variant; with kBusiestThenArea it reaches the live lower bound on every zoo graph.
 enum class LowestOffsetOrder {
   kBusiestThenArea,      // then the larger size x lifetime, then the longer (MiniMalloc's TAW)
   kBusiestThenLifetime,  // then the longer lifetime, then the larger area (TWA)
