@@ -33,12 +33,9 @@ struct Interval {
   friend constexpr bool operator==(const Interval&, const Interval&) = default;
 };
 
-// Rounds `size` up to a multiple of `alignment` (a power of two, as ggml requires; others
-// work too, through a division, which costs tens of cycles where a mask costs one).
+// Rounds `size` up to a multiple of `alignment` (a power of two, as ggml requires).
 [[nodiscard]] constexpr Bytes align_up(Bytes size, Bytes alignment) {
-  if (alignment <= 1) return size;
-  if ((alignment & (alignment - 1)) == 0) return (size + alignment - 1) & ~(alignment - 1);
-  return (size + alignment - 1) / alignment * alignment;
+  return alignment <= 1 ? size : (size + alignment - 1) / alignment * alignment;
 }
 
 [[nodiscard]] constexpr bool is_power_of_two(Bytes value) {

@@ -279,24 +279,20 @@ class ScanningPicker {
   void start(const std::vector<ItemInfo>& items, std::vector<std::pair<Item, Item>>& order, Bytes alignment) {
     std::sort(order.begin(), order.end());
     alignment_ = alignment;
-    lower_.clear();
+    raises_.clear();
+    lower_.clear();  // every slot padding, then the first count_ filled in
     upper_.clear();
     key_.clear();
     item_.clear();
-    raises_.clear();
-    const std::size_t padded = (order.size() + kBlock - 1) / kBlock * kBlock;
-    lower_.reserve(padded);
-    upper_.reserve(padded);
-    key_.reserve(padded);
-    item_.reserve(padded);
-    for (const auto& [rank, i] : order) {
-      lower_.push_back(static_cast<Key>(items[i].lower));
-      upper_.push_back(static_cast<Key>(items[i].upper));
-      key_.push_back(0);
-      item_.push_back(i);
-    }
-    count_ = item_.size();
+    count_ = order.size();
     pad_to_blocks();
+    for (std::size_t k = 0; k < count_; ++k) {
+      const Item i = order[k].second;
+      lower_[k] = static_cast<Key>(items[i].lower);
+      upper_[k] = static_cast<Key>(items[i].upper);
+      key_[k] = 0;
+      item_[k] = i;
+    }
   }
 
   // The next object and the lowest offset it can take, removed from the waiting ones. The
