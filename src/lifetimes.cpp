@@ -1,16 +1,14 @@
 #include "galloc/lifetimes.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
-#include <span>
 #include <string>
 
 #include "tensor_sources.hpp"
 
 namespace galloc {
 
-std::vector<AllocatorId> allocators_of(std::span<const BufferType* const> buffer_types) {
+std::vector<AllocatorId> allocators_of(Span<const BufferType* const> buffer_types) {
   std::vector<AllocatorId> result(buffer_types.size());
   AllocatorId next = 0;
   for (std::size_t i = 0; i < buffer_types.size(); ++i) {
@@ -28,7 +26,7 @@ std::vector<AllocatorId> allocators_of(std::span<const BufferType* const> buffer
 
 namespace {
 
-Status check_buffer_ids(std::span<const BufferId> ids, std::size_t expected, std::size_t n_buffers,
+Status check_buffer_ids(Span<const BufferId> ids, std::size_t expected, std::size_t n_buffers,
                         const char* what) {
   if (ids.empty()) return Status::ok();
   if (ids.size() != expected) {
@@ -48,7 +46,7 @@ Status check_buffer_ids(std::span<const BufferId> ids, std::size_t expected, std
 // The walk itself, a line-for-line counterpart of ggml_gallocr_alloc_graph_impl.
 class LivenessWalk {
  public:
-  LivenessWalk(const Graph& graph, std::span<const BufferType* const> buffer_types, Lifetimes& out)
+  LivenessWalk(const Graph& graph, Span<const BufferType* const> buffer_types, Lifetimes& out)
       : graph_(graph), types_(buffer_types), out_(out), state_(graph.tensors.size()) {
     // The flags the walk tests at random, copied next to the counts: the tensors themselves
     // are several times larger and would be pulled through the cache again and again.
@@ -111,7 +109,7 @@ class LivenessWalk {
     for (std::size_t i = 0; i < n_nodes; ++i) {
       const TensorId id = graph_.nodes[i];
       const BufferId buffer = node_buffer(i);
-      const std::span<const TensorId> sources = sources_of(i);
+      const Span<const TensorId> sources = sources_of(i);
       if (state_[id].bits & kView) allocate_deferred(state_[id].view_src);
       for (TensorId src : sources) {
         if (!allocate_deferred(src)) allocate(src, buffer);
@@ -264,7 +262,7 @@ class LivenessWalk {
 
     if (op_can_inplace(tensor.op)) {
       for (std::uint32_t mask = detail::source_mask(tensor); mask != 0; mask &= mask - 1) {
-        const TensorId src = tensor.src[static_cast<std::size_t>(std::countr_zero(mask))];
+        const TensorId src = tensor.src[static_cast<std::size_t>(detail::lowest_set_bit(mask))];
         TensorState& parent_state = state_[src];
         // Upstream also tries a view parent here, but views are never owned, so that branch
         // cannot run; owned parents are never views.
@@ -312,12 +310,12 @@ class LivenessWalk {
     state.bits &= static_cast<std::uint8_t>(~kOwned);
   }
 
-  [[nodiscard]] std::span<const TensorId> sources_of(std::size_t node) const {
-    return {srcs_.data() + src_begin_[node], srcs_.data() + src_begin_[node + 1]};
+  [[nodiscard]] Span<const TensorId> sources_of(std::size_t node) const {
+    return {srcs_.data() + src_begin_[node], static_cast<std::size_t>(src_begin_[node + 1] - src_begin_[node])};
   }
 
   const Graph& graph_;
-  std::span<const BufferType* const> types_;
+  Span<const BufferType* const> types_;
   Lifetimes& out_;
   std::vector<TensorState> state_;
   std::vector<TensorId> srcs_;             // the set sources of every node, node after node
@@ -367,7 +365,7 @@ Status view_without_memory_error(const Graph& graph, TensorId id) {
 }  // namespace
 
 Result<Lifetimes> analyze_lifetimes(const Graph& graph,
-                                    std::span<const BufferType* const> buffer_types,
+                                    Span<const BufferType* const> buffer_types,
                                     const BufferAssignment& assignment, const LifetimeOptions& options) {
   if (buffer_types.empty()) return invalid_argument("no buffer types given");
   for (std::size_t i = 0; i < buffer_types.size(); ++i) {

@@ -40,7 +40,7 @@ struct Range {
   Bytes size;
 };
 
-std::vector<Range> split_into_buffers(const Graph& graph, std::span<const TensorId> tensors,
+std::vector<Range> split_into_buffers(const Graph& graph, Span<const TensorId> tensors,
                                       const BufferType& type) {
   const Bytes alignment = std::max<Bytes>(1, type.alignment());
   const Bytes max_size = type.max_size();
@@ -64,14 +64,14 @@ std::vector<Range> split_into_buffers(const Graph& graph, std::span<const Tensor
 
 }  // namespace
 
-Bytes context_allocation_size(const Graph& graph, std::span<const TensorId> tensors,
+Bytes context_allocation_size(const Graph& graph, Span<const TensorId> tensors,
                               const BufferType& type) {
   Bytes total = 0;
   for (const Range& range : split_into_buffers(graph, tensors, type)) total += range.size;
   return total;
 }
 
-Result<ContextAllocation> allocate_context_tensors(Graph& graph, std::span<const TensorId> tensors,
+Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const TensorId> tensors,
                                                    const BufferType& type) {
   for (TensorId id : tensors) {
     if (!graph.contains(id)) {

@@ -16,7 +16,7 @@ constexpr std::array<StrategyName, 4> kStrategies{{{Strategy::kGgml, "ggml"},
                                                    {Strategy::kBest, "best"}}};
 
 // A placement function best may try; each sees the lifetimes best plans with.
-using Candidate = Placement (*)(const Lifetimes&);
+using PlacementFunction = Placement (*)(const Lifetimes&);
 
 // best's candidates after ggml, the most often smallest first, since best stops at the first
 // that reaches the lower bound. Greedy by size into the lowest gap is the smallest on 19 of the
@@ -26,7 +26,7 @@ using Candidate = Placement (*)(const Lifetimes&);
 // allocators: by size best fit 8, by start best fit 3, by start lowest offset 1; the lifetime
 // order lowers the geometric mean over random graphs from 1.0040 to 1.0015 with the others),
 // so they stay, behind.
-constexpr std::array<Candidate, 6> kCandidatesAfterGgml{
+constexpr std::array<PlacementFunction, 6> kCandidatesAfterGgml{
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset}); },
     [](const Lifetimes& l) { return place_lowest_offset_first(l, {LowestOffsetOrder::kBusiestThenArea}); },
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kBestFit}); },
@@ -48,9 +48,9 @@ constexpr std::size_t kLowestOffsetFirstUpTo = 336;
 Placement best_of_fast_strategies(const Lifetimes& lifetimes) {
   const std::vector<Bytes> lower = live_lower_bound(lifetimes);
   Placement best = place_ggml(lifetimes);
-  std::array<Candidate, 6> candidates = kCandidatesAfterGgml;
+  std::array<PlacementFunction, 6> candidates = kCandidatesAfterGgml;
   if (lifetimes.storages.size() <= kLowestOffsetFirstUpTo) std::swap(candidates[0], candidates[1]);
-  for (Candidate candidate : candidates) {
+  for (PlacementFunction candidate : candidates) {
     if (cannot_be_beaten(lifetimes, best, lower)) break;
     best = smallest_per_allocator(lifetimes, {std::move(best), candidate(lifetimes)});
   }

@@ -2,7 +2,7 @@
 
 namespace galloc {
 
-Result<PlanningResult> plan_graph(const Graph& graph, std::span<const BufferType* const> buffer_types,
+Result<PlanningResult> plan_graph(const Graph& graph, Span<const BufferType* const> buffer_types,
                                   const BufferAssignment& assignment, const PlacementOptions& options) {
   const std::string name(strategy_name(options.strategy));
   if (options.strategy == Strategy::kGgml) {
@@ -13,7 +13,9 @@ Result<PlanningResult> plan_graph(const Graph& graph, std::span<const BufferType
     return PlanningResult{std::move(upstream).value(), std::move(placement), std::move(plan)};
   }
 
-  auto deferred = analyze_lifetimes(graph, buffer_types, assignment, {.defer_written_leafs = true});
+  LifetimeOptions defer;
+  defer.defer_written_leafs = true;
+  auto deferred = analyze_lifetimes(graph, buffer_types, assignment, defer);
   if (!deferred) return deferred.status();
   auto placement = place(*deferred, options);
   if (!placement) return placement.status();

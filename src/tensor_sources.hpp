@@ -4,7 +4,6 @@
 #pragma once
 
 #include <array>
-#include <bit>
 #include <cstdint>
 
 #include "galloc/graph.hpp"
@@ -55,11 +54,14 @@ static_assert(kMaxSources == 10 && kNoTensor == -1, "source_mask assumes ggml's 
 #endif
 }
 
+// The index of the lowest set bit of a non-zero mask (std::countr_zero, which C++17 lacks).
+[[nodiscard]] inline int lowest_set_bit(std::uint32_t mask) { return __builtin_ctz(mask); }
+
 // Calls f(slot, source) for every set slot, in slot order.
 template <typename F>
 inline void for_each_source(const Tensor& tensor, F&& f) {
   for (std::uint32_t mask = source_mask(tensor); mask != 0; mask &= mask - 1) {
-    const int slot = std::countr_zero(mask);
+    const int slot = lowest_set_bit(mask);
     f(slot, tensor.src[static_cast<std::size_t>(slot)]);
   }
 }

@@ -81,7 +81,7 @@ struct Model {
   Step steps = 0;
 };
 
-Model build_model(const Lifetimes& lifetimes, const Placement& placement, std::span<const std::string> names) {
+Model build_model(const Lifetimes& lifetimes, const Placement& placement, Span<const std::string> names) {
   Model m;
   m.steps = lifetimes.step_count();
   m.extents = timeline_extents(lifetimes, placement);
@@ -322,7 +322,7 @@ void draw_allocator(std::string& out, const Graph& graph, const Lifetimes& lifet
 }  // namespace
 
 std::string draw_timeline(const Graph& graph, const Lifetimes& lifetimes, const Placement& placement,
-                          std::span<const std::string> buffer_names, const TimelineOptions& options) {
+                          Span<const std::string> buffer_names, const TimelineOptions& options) {
   if (placement.storage_address.size() != lifetimes.storages.size() ||
       placement.chunk_sizes.size() != lifetimes.allocators.size()) {
     return "timeline: the placement covers " + std::to_string(placement.storage_address.size()) +
@@ -689,7 +689,7 @@ void peak_table(std::string& out, const HtmlContext& ctx, AllocatorId allocator)
 }  // namespace
 
 std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes, const Placement& placement,
-                                 std::span<const std::string> buffer_names, const HtmlTimelineOptions& options) {
+                                 Span<const std::string> buffer_names, const HtmlTimelineOptions& options) {
   const bool consistent = placement.storage_address.size() == lifetimes.storages.size() &&
                           placement.chunk_sizes.size() == lifetimes.allocators.size();
   Placement empty;

@@ -24,7 +24,10 @@ namespace galloc {
 struct ChunkAddress {
   ChunkId chunk = -1;
   Offset offset = 0;
-  friend bool operator==(const ChunkAddress&, const ChunkAddress&) = default;
+  friend bool operator==(const ChunkAddress& a, const ChunkAddress& b) {
+    return a.chunk == b.chunk && a.offset == b.offset;
+  }
+  friend bool operator!=(const ChunkAddress& a, const ChunkAddress& b) { return !(a == b); }
 };
 
 class DynamicAllocator {

@@ -9,7 +9,6 @@
 // same with and without them; only their intervals differ.
 #pragma once
 
-#include <span>
 #include <vector>
 
 #include "galloc/buffer.hpp"
@@ -69,8 +68,8 @@ struct Lifetimes {
 
 // Buffer ids: one per node / leaf, or empty spans for "all in buffer 0".
 struct BufferAssignment {
-  std::span<const BufferId> node_buffer_ids;
-  std::span<const BufferId> leaf_buffer_ids;
+  Span<const BufferId> node_buffer_ids;
+  Span<const BufferId> leaf_buffer_ids;
 };
 
 struct LifetimeOptions {
@@ -84,13 +83,13 @@ struct LifetimeOptions {
 };
 
 // Which buffer ids share an allocator: duplicates of the same buffer type share one.
-[[nodiscard]] std::vector<AllocatorId> allocators_of(std::span<const BufferType* const> buffer_types);
+[[nodiscard]] std::vector<AllocatorId> allocators_of(Span<const BufferType* const> buffer_types);
 
 // Checks the graph and the ids, then walks it. buffer_types[i] describes buffer id i.
 // Storage objects are numbered by their first tensor, so the same graph gives the same
 // storage ids with and without deferred leafs.
 [[nodiscard]] Result<Lifetimes> analyze_lifetimes(const Graph& graph,
-                                                  std::span<const BufferType* const> buffer_types,
+                                                  Span<const BufferType* const> buffer_types,
                                                   const BufferAssignment& assignment = {},
                                                   const LifetimeOptions& options = {});
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <memory>
-#include <span>
 #include <vector>
 
 #include "galloc/buffer.hpp"
@@ -33,13 +32,13 @@ struct ContextAllocation {
 };
 
 // Bytes ContextAllocation would take for these tensors (what ..._from_buft_size returns).
-[[nodiscard]] Bytes context_allocation_size(const Graph& graph, std::span<const TensorId> tensors,
+[[nodiscard]] Bytes context_allocation_size(const Graph& graph, Span<const TensorId> tensors,
                                             const BufferType& type);
 // Places every tensor of `tensors` (in order) that has no memory and is no view into
 // buffers of `type` no larger than its max size; a single tensor above the max gets a buffer
 // of its own. Views get data from their source. On failure nothing is allocated or changed.
 [[nodiscard]] Result<ContextAllocation> allocate_context_tensors(Graph& graph,
-                                                                 std::span<const TensorId> tensors,
+                                                                 Span<const TensorId> tensors,
                                                                  const BufferType& type);
 
 }  // namespace galloc

@@ -1,7 +1,6 @@
 // The planning pipeline in one call: graph -> lifetimes -> placement -> plan.
 #pragma once
 
-#include <span>
 
 #include "galloc/buffer.hpp"
 #include "galloc/graph.hpp"
@@ -22,7 +21,7 @@ struct PlanningResult {
 // deferred written leafs (LifetimeOptions); `best` also keeps, per buffer, the ggml placement
 // when that is as small. Either way the result validates against result.lifetimes.
 [[nodiscard]] Result<PlanningResult> plan_graph(const Graph& graph,
-                                                std::span<const BufferType* const> buffer_types,
+                                                Span<const BufferType* const> buffer_types,
                                                 const BufferAssignment& assignment = {},
                                                 const PlacementOptions& options = {});
 

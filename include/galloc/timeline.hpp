@@ -10,7 +10,6 @@
 // any lifetimes of the same graph: `ggml` and the offline strategies use different ones.
 #pragma once
 
-#include <span>
 #include <string>
 #include <vector>
 
@@ -70,7 +69,7 @@ struct TimelineOptions {
 // each row: the bytes live in the buffer, and "peak" on the first row with the most.
 [[nodiscard]] std::string draw_timeline(const Graph& graph, const Lifetimes& lifetimes,
                                         const Placement& placement,
-                                        std::span<const std::string> buffer_names,
+                                        Span<const std::string> buffer_names,
                                         const TimelineOptions& options = {});
 [[nodiscard]] std::string draw_timeline(const Graph& graph, const PlanningResult& result,
                                         const TimelineOptions& options = {});
@@ -99,7 +98,7 @@ struct HtmlTimelineOptions {
 //   div#details         filled in by the script when the pointer is over a rect.storage
 [[nodiscard]] std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
                                                const Placement& placement,
-                                               std::span<const std::string> buffer_names,
+                                               Span<const std::string> buffer_names,
                                                const HtmlTimelineOptions& options = {});
 [[nodiscard]] std::string render_timeline_html(const Graph& graph, const PlanningResult& result,
                                                HtmlTimelineOptions options = {});

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 namespace galloc {
 
@@ -30,7 +32,37 @@ struct Interval {
     return lower < other.upper && other.lower < upper;
   }
   [[nodiscard]] constexpr bool contains(T point) const { return lower <= point && point < upper; }
-  friend constexpr bool operator==(const Interval&, const Interval&) = default;
+  friend constexpr bool operator==(const Interval& a, const Interval& b) {
+    return a.lower == b.lower && a.upper == b.upper;
+  }
+  friend constexpr bool operator!=(const Interval& a, const Interval& b) { return !(a == b); }
+};
+
+// A view of contiguous elements, the part of std::span that galloc uses. The core also builds
+// as C++17 (the amalgamated ggml drop-in), which has no std::span; anything with data() and
+// size() converts, std::span and std::vector included.
+template <typename T>
+class Span {
+ public:
+  constexpr Span() = default;
+  constexpr Span(T* data, std::size_t size) : data_(data), size_(size) {}
+  template <typename Container,
+            typename = std::enable_if_t<
+                !std::is_same_v<std::decay_t<Container>, Span> &&
+                std::is_convertible_v<decltype(std::declval<Container&>().data()), T*>>>
+  constexpr Span(Container&& container)  // NOLINT(google-explicit-constructor): as std::span
+      : data_(container.data()), size_(static_cast<std::size_t>(container.size())) {}
+
+  [[nodiscard]] constexpr T* data() const { return data_; }
+  [[nodiscard]] constexpr std::size_t size() const { return size_; }
+  [[nodiscard]] constexpr bool empty() const { return size_ == 0; }
+  [[nodiscard]] constexpr T* begin() const { return data_; }
+  [[nodiscard]] constexpr T* end() const { return data_ + size_; }
+  [[nodiscard]] constexpr T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 // Rounds `size` up to a multiple of `alignment` (a power of two, as ggml requires).

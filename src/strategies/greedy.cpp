@@ -26,7 +26,7 @@ namespace {
 
 // Bytes [begin, end) of a chunk. A zero-size object is a span with begin == end: placed inside
 // a gap it splits the gap in two, as the sweep in find_gap has always treated it.
-struct Span {
+struct ByteSpan {
   Offset begin = 0;
   Offset end = 0;
 };
@@ -40,14 +40,14 @@ constexpr std::uint32_t kNoSpan = std::numeric_limits<std::uint32_t>::max();
 class SpanLists {
  public:
   // Whether the list already holds all of `span` (then adding it changes nothing).
-  [[nodiscard]] bool covers(std::uint32_t head, const Span& span) const {
+  [[nodiscard]] bool covers(std::uint32_t head, const ByteSpan& span) const {
     std::uint32_t at = head;
     while (at != kNoSpan && pool_[at].span.end < span.begin) at = pool_[at].next;
     return at != kNoSpan && pool_[at].span.begin <= span.begin && span.end <= pool_[at].span.end;
   }
 
   // Adds `span` to the list starting at `head`; returns the list's new head.
-  [[nodiscard]] std::uint32_t add(std::uint32_t head, const Span& span) {
+  [[nodiscard]] std::uint32_t add(std::uint32_t head, const ByteSpan& span) {
     std::uint32_t before = kNoSpan;
     std::uint32_t at = head;
     while (at != kNoSpan && pool_[at].span.end < span.begin) {
@@ -56,7 +56,7 @@ class SpanLists {
     }
     if (at != kNoSpan && pool_[at].span.begin <= span.end) {
       // Overlaps or touches `at`: widen it and swallow the spans it now reaches.
-      Span& merged = pool_[at].span;
+      ByteSpan& merged = pool_[at].span;
       merged.begin = std::min(merged.begin, span.begin);
       merged.end = std::max(merged.end, span.end);
       std::uint32_t next = pool_[at].next;
@@ -83,7 +83,7 @@ class SpanLists {
     return head;
   }
 
-  void append(std::uint32_t head, std::vector<Span>& out) const {
+  void append(std::uint32_t head, std::vector<ByteSpan>& out) const {
     for (std::uint32_t at = head; at != kNoSpan; at = pool_[at].next) out.push_back(pool_[at].span);
   }
 
@@ -91,7 +91,7 @@ class SpanLists {
 
  private:
   struct Entry {
-    Span span;
+    ByteSpan span;
     std::uint32_t next;
   };
   std::vector<Entry> pool_;
@@ -132,7 +132,7 @@ class ChunkTrees {
 
 // The merged byte ranges of the placed objects of one chunk live at some step of `live`
 // (in no particular order).
-void gather(const ChunkTrees& trees, const SpanLists& lists, Interval<Step> live, std::vector<Span>& out) {
+void gather(const ChunkTrees& trees, const SpanLists& lists, Interval<Step> live, std::vector<ByteSpan>& out) {
   const std::size_t leaves = trees.leaves();
   const auto lower = static_cast<std::size_t>(live.lower);
   const auto upper = static_cast<std::size_t>(live.upper);
@@ -143,7 +143,7 @@ void gather(const ChunkTrees& trees, const SpanLists& lists, Interval<Step> live
   }
 }
 
-void insert(ChunkTrees& trees, SpanLists& lists, Interval<Step> live, const Span& span) {
+void insert(ChunkTrees& trees, SpanLists& lists, Interval<Step> live, const ByteSpan& span) {
   const std::size_t leaves = trees.leaves();
   const auto lower = static_cast<std::size_t>(live.lower);
   const auto upper = static_cast<std::size_t>(live.upper);
@@ -167,12 +167,12 @@ void insert(ChunkTrees& trees, SpanLists& lists, Interval<Step> live, const Span
 
 // Where `size` bytes fit between the spans, or nullopt if not below `limit`. The gaps are
 // those between the spans in begin order; past the last one the chunk is free up to `limit`.
-std::optional<Offset> find_gap(std::vector<Span>& spans, Bytes size, Bytes limit, GapChoice choice) {
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+std::optional<Offset> find_gap(std::vector<ByteSpan>& spans, Bytes size, Bytes limit, GapChoice choice) {
+  std::sort(spans.begin(), spans.end(), [](const ByteSpan& a, const ByteSpan& b) { return a.begin < b.begin; });
   std::optional<Offset> best;
   Bytes best_gap = std::numeric_limits<Bytes>::max();
   Offset cursor = 0;
-  for (const Span& p : spans) {
+  for (const ByteSpan& p : spans) {
     if (p.begin > cursor) {
       const Bytes gap = p.begin - cursor;
       if (gap >= size) {
@@ -235,7 +235,7 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
     return Interval<Step>{object.live.lower - first, std::max(object.live.lower, object.live.upper) - first};
   };
 
-  std::vector<Span> spans;
+  std::vector<ByteSpan> spans;
   for (std::size_t a = 0; a < by_allocator.size(); ++a) {
     if (by_allocator[a].empty()) continue;
     const std::vector<StorageId> order = placing_order(lifetimes, std::move(by_allocator[a]), options.order);

@@ -12,7 +12,7 @@ PlacementOptions options_for(Strategy strategy) {
   return options;
 }
 
-std::string check_every_strategy(const Graph& graph, std::span<const BufferType* const> types,
+std::string check_every_strategy(const Graph& graph, Span<const BufferType* const> types,
                                  const BufferAssignment& assignment, std::uint64_t seed, bool execute) {
   std::vector<Bytes> ggml_sizes;
   for (Strategy strategy : all_strategies()) {

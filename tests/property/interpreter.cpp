@@ -440,7 +440,7 @@ class Interpreter {
 
 }  // namespace
 
-ExecutionReport execute_and_compare(const Graph& graph, std::span<const BufferType* const> buffer_types,
+ExecutionReport execute_and_compare(const Graph& graph, Span<const BufferType* const> buffer_types,
                                     const Plan& plan, std::uint64_t seed) {
   (void)buffer_types;
   return Interpreter(graph, plan, seed).run();

@@ -28,7 +28,6 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
 
 #include "galloc/buffer.hpp"
@@ -45,7 +44,7 @@ struct ExecutionReport {
 };
 
 [[nodiscard]] ExecutionReport execute_and_compare(const Graph& graph,
-                                                  std::span<const BufferType* const> buffer_types,
+                                                  Span<const BufferType* const> buffer_types,
                                                   const Plan& plan, std::uint64_t seed);
 
 }  // namespace galloc::property
