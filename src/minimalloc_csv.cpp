@@ -357,4 +357,14 @@ std::optional<Bytes> capacity_from_file_name(const std::filesystem::path& path) 
   return value;
 }
 
+Result<Placement> place_exact(const CsvProblem& problem, const Placement& start, const ExactOptions& options) {
+  ExactOptions timed = options;
+  timed.durations.clear();
+  timed.durations.reserve(problem.times.size());
+  for (const Interval<TimeValue>& time : problem.times) {
+    timed.durations.push_back(static_cast<double>(time.upper) - static_cast<double>(time.lower));
+  }
+  return place_exact(problem.lifetimes, start, timed);
+}
+
 }  // namespace galloc

@@ -28,7 +28,7 @@ Bytes Plan::total_lower_bound() const {
   return total;
 }
 
-Plan make_plan(const Graph& graph, std::span<const BufferType* const> buffer_types,
+Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
                const Lifetimes& lifetimes, const Placement& placement, std::string strategy) {
   Plan plan;
   plan.strategy = std::move(strategy);
@@ -60,139 +60,6 @@ Plan make_plan(const Graph& graph, std::span<const BufferType* const> buffer_typ
     plan.buffers.push_back(std::move(buffer));
   }
   return plan;
-}
-
-namespace {
-
-// One rectangle of address × time: bytes [begin, end) of a storage, live over [from, to).
-struct Extent {
-  Step from;
-  Step to;
-  Offset begin;
-  Offset end;
-  StorageId storage;
-};
-
-std::string storage_label(const Lifetimes& lifetimes, StorageId s) {
-  const StorageObject& storage = lifetimes.storages[static_cast<std::size_t>(s)];
-  return "storage " + std::to_string(s) + " (first tensor " + std::to_string(storage.first_tensor) +
-         ", " + std::to_string(storage.size) + " bytes, steps [" +
-         std::to_string(storage.live.lower) + ", " + std::to_string(storage.live.upper) + "))";
-}
-
-}  // namespace
-
-std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes, const Placement& placement) {
-  std::vector<PlacementIssue> issues;
-  if (placement.storage_address.size() != lifetimes.storages.size() ||
-      placement.chunk_sizes.size() != lifetimes.allocators.size()) {
-    issues.push_back({PlacementIssueKind::kMissingAddress, -1, -1,
-                      "placement covers " + std::to_string(placement.storage_address.size()) +
-                          " storage objects and " + std::to_string(placement.chunk_sizes.size()) +
-                          " allocators; the lifetimes have " +
-                          std::to_string(lifetimes.storages.size()) + " and " +
-                          std::to_string(lifetimes.allocators.size())});
-    return issues;
-  }
-
-  // Extents grouped by (allocator, chunk).
-  std::map<std::pair<AllocatorId, ChunkId>, std::vector<Extent>> groups;
-  std::vector<Bytes> largest(lifetimes.allocators.size(), 0);
-  for (std::size_t i = 0; i < lifetimes.storages.size(); ++i) {
-    const auto s = static_cast<StorageId>(i);
-    const StorageObject& storage = lifetimes.storages[i];
-    const ChunkAddress address = placement.storage_address[i];
-    const auto a = static_cast<std::size_t>(storage.allocator);
-    const auto& chunks = placement.chunk_sizes[a];
-    largest[a] = std::max(largest[a], storage.size);
-    if (address.chunk < 0 || static_cast<std::size_t>(address.chunk) >= chunks.size()) {
-      issues.push_back({PlacementIssueKind::kMissingAddress, s, -1,
-                        storage_label(lifetimes, s) + " is in chunk " +
-                            std::to_string(address.chunk) + " of " + std::to_string(chunks.size())});
-      continue;
-    }
-    if (address.offset % lifetimes.allocators[a].alignment != 0) {
-      issues.push_back({PlacementIssueKind::kBadAlignment, s, -1,
-                        storage_label(lifetimes, s) + " at offset " + std::to_string(address.offset) +
-                            " is not aligned to " + std::to_string(lifetimes.allocators[a].alignment)});
-    }
-    if (address.offset + storage.size > chunks[static_cast<std::size_t>(address.chunk)]) {
-      issues.push_back({PlacementIssueKind::kOutOfChunk, s, -1,
-                        storage_label(lifetimes, s) + " at offset " + std::to_string(address.offset) +
-                            " ends past chunk " + std::to_string(address.chunk) + " (" +
-                            std::to_string(chunks[static_cast<std::size_t>(address.chunk)]) +
-                            " bytes)"});
-    }
-    // Split the storage into extents at its tail frees.
-    auto& extents = groups[{storage.allocator, address.chunk}];
-    Offset end = address.offset + storage.size;
-    for (const TailFree& tail : storage.tail_frees) {
-      const Offset begin = address.offset + tail.begin;
-      if (begin < end) extents.push_back({storage.live.lower, tail.step, begin, end, s});
-      end = std::min(end, begin);
-    }
-    if (address.offset < end) {
-      extents.push_back({storage.live.lower, storage.live.upper, address.offset, end, s});
-    }
-  }
-
-  for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
-    const Bytes limit = lifetimes.allocators[a].max_chunk_size;
-    const auto& chunks = placement.chunk_sizes[a];
-    for (std::size_t c = 0; c < chunks.size(); ++c) {
-      if (chunks[c] > limit && chunks[c] > largest[a]) {
-        issues.push_back({PlacementIssueKind::kChunkTooLarge, -1, -1,
-                          "allocator " + std::to_string(a) + " chunk " + std::to_string(c) + " has " +
-                              std::to_string(chunks[c]) + " bytes, above the max size " +
-                              std::to_string(limit) + " and larger than any single storage object"});
-      }
-    }
-  }
-
-  // Sweep over time; the live extents of a chunk are kept by start address, so a new extent
-  // only has to be checked against its neighbours.
-  // No structured bindings here: the lambda below captures them, which clang 14 (the fuzz
-  // build) cannot do.
-  for (auto& group : groups) {
-    const auto& key = group.first;
-    auto& extents = group.second;
-    std::vector<std::pair<Step, std::size_t>> starts;
-    std::vector<std::pair<Step, std::size_t>> ends;
-    for (std::size_t i = 0; i < extents.size(); ++i) {
-      if (extents[i].to <= extents[i].from || extents[i].end <= extents[i].begin) continue;
-      starts.emplace_back(extents[i].from, i);
-      ends.emplace_back(extents[i].to, i);
-    }
-    std::sort(starts.begin(), starts.end());
-    std::sort(ends.begin(), ends.end());
-    std::multimap<Offset, std::size_t> active;
-    std::vector<std::multimap<Offset, std::size_t>::iterator> where(extents.size(), active.end());
-    std::size_t next_end = 0;
-    for (const auto& [time, index] : starts) {
-      while (next_end < ends.size() && ends[next_end].first <= time) {
-        const std::size_t done = ends[next_end++].second;
-        if (where[done] != active.end()) active.erase(where[done]);
-        where[done] = active.end();
-      }
-      const Extent& e = extents[index];
-      auto it = active.insert({e.begin, index});
-      where[index] = it;
-      auto report = [&](std::size_t other_index) {
-        const Extent& o = extents[other_index];
-        if (o.storage == e.storage) return;
-        if (o.begin < e.end && e.begin < o.end) {
-          issues.push_back({PlacementIssueKind::kOverlap, e.storage, o.storage,
-                            storage_label(lifetimes, e.storage) + " overlaps " +
-                                storage_label(lifetimes, o.storage) + " in chunk " +
-                                std::to_string(key.second) + " of allocator " +
-                                std::to_string(key.first)});
-        }
-      };
-      if (it != active.begin()) report(std::prev(it)->second);
-      if (auto next = std::next(it); next != active.end()) report(next->second);
-    }
-  }
-  return issues;
 }
 
 }  // namespace galloc

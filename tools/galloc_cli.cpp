@@ -26,6 +26,7 @@
 #include "galloc/zoo.hpp"
 #if __has_include("galloc/timeline.hpp")
 #include "galloc/timeline.hpp"
+#include "galloc/validator.hpp"
 #define GALLOC_HAVE_TIMELINE 1
 #endif
 

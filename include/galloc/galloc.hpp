@@ -12,3 +12,4 @@
 #include "galloc/planner.hpp"
 #include "galloc/status.hpp"
 #include "galloc/types.hpp"
+#include "galloc/validator.hpp"

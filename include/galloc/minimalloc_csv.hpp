@@ -71,8 +71,7 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const
 // The exact search (place_exact in placement.hpp) on a MiniMalloc problem, ranking buffers by
 // how long they live in the file's own times instead of in steps, which are all a Lifetimes
 // keeps. MiniMalloc's orders are made for those times: on its challenging benchmarks they
-// decide between well under a second and no solution at all. Defined with the search, in
-// src/strategies/exact.cpp.
+// decide between well under a second and no solution at all.
 [[nodiscard]] Result<Placement> place_exact(const CsvProblem& problem, const Placement& start,
                                             const ExactOptions& options);
 

@@ -58,6 +58,10 @@ struct ExactOptions {
   // cannot find one returns kInfeasible (proved) or kDeadlineExceeded (ran out of time).
   std::optional<Bytes> capacity;
   std::function<void(const SearchProgress&)> on_progress;  // called from the searching thread
+  // Per storage object, how long it lives in the caller's own time units (a MiniMalloc file's
+  // times, which a Lifetimes reduces to their order); empty, or of another length: in steps.
+  // Only the order in which the search tries objects depends on it.
+  std::vector<double> durations;
 };
 
 struct PlacementOptions {

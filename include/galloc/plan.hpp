@@ -2,7 +2,6 @@
 // that is from the lower bound. Plus the validator, which trusts no strategy.
 #pragma once
 
-#include <span>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,10 @@ struct TensorPlacement {
   Offset offset = 0;
   Bytes size = 0;        // the buffer type's alloc size for the tensor
   [[nodiscard]] bool planned() const { return buffer >= 0; }
-  friend bool operator==(const TensorPlacement&, const TensorPlacement&) = default;
+  friend bool operator==(const TensorPlacement& a, const TensorPlacement& b) {
+    return a.buffer == b.buffer && a.chunk == b.chunk && a.offset == b.offset && a.size == b.size;
+  }
+  friend bool operator!=(const TensorPlacement& a, const TensorPlacement& b) { return !(a == b); }
 };
 
 struct BufferPlan {
@@ -42,29 +44,8 @@ struct Plan {
   [[nodiscard]] Bytes total_lower_bound() const;
 };
 
-[[nodiscard]] Plan make_plan(const Graph& graph, std::span<const BufferType* const> buffer_types,
+[[nodiscard]] Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
                              const Lifetimes& lifetimes, const Placement& placement,
                              std::string strategy);
-
-// What the validator can find wrong with a placement.
-enum class PlacementIssueKind {
-  kMissingAddress,   // a storage object has no chunk
-  kBadAlignment,     // offset not a multiple of the allocator's alignment
-  kOutOfChunk,       // offset + size beyond the chunk's size
-  kOverlap,          // two storage objects live at the same step share bytes
-  kChunkTooLarge,    // a chunk above the max size that no single storage object needs
-};
-
-struct PlacementIssue {
-  PlacementIssueKind kind;
-  StorageId storage = -1;
-  StorageId other = -1;  // for kOverlap
-  std::string message;
-};
-
-// Checks a placement against the lifetimes it was made for. Empty: valid. Independent of
-// every strategy: it only reads addresses, sizes and live intervals (tails included).
-[[nodiscard]] std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes,
-                                                             const Placement& placement);
 
 }  // namespace galloc

@@ -41,13 +41,11 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
-#include <span>
 #include <string>
 #include <vector>
 
-#include "galloc/minimalloc_csv.hpp"
 #include "galloc/placement.hpp"
-#include "galloc/plan.hpp"
+#include "galloc/validator.hpp"
 
 namespace galloc {
 
@@ -55,7 +53,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Units = std::uint64_t;  // bytes divided by the allocator's alignment
-using Item = std::int32_t;    // an index into Packing's per-item vectors
+using PackedItem = std::int32_t;  // an index into Packing's per-item vectors
 using Section = std::int32_t; // an index into Packing's sections
 
 constexpr Units kUnplaced = std::numeric_limits<Units>::max();
@@ -76,9 +74,9 @@ struct Packing {
   std::vector<double> width;         // per item: how long it lives (steps, or the caller's times)
   std::vector<Units> section_total;  // per section: the sizes of the items live in it
   std::vector<std::size_t> section_begin;  // CSR: the items live in each section
-  std::vector<Item> section_items;
+  std::vector<PackedItem> section_items;
   std::vector<std::size_t> overlap_begin;  // CSR: the items live at a common step
-  std::vector<Item> overlaps;
+  std::vector<PackedItem> overlaps;
   Units peak = 0;                    // the largest section total
   std::vector<StorageId> loose;      // live at no step, or of size 0: placed at offset 0
   Units loose_peak = 0;              // the largest of those
@@ -89,7 +87,7 @@ struct Packing {
 
 // nullopt when the problem is too large for the search.
 std::optional<Packing> make_packing(const Lifetimes& lifetimes, AllocatorId allocator,
-                                   std::span<const double> durations) {
+                                   Span<const double> durations) {
   Packing p;
   p.alignment = std::max<Bytes>(1, lifetimes.allocators[static_cast<std::size_t>(allocator)].alignment);
   std::vector<Step> points;
@@ -148,15 +146,15 @@ std::optional<Packing> make_packing(const Lifetimes& lifetimes, AllocatorId allo
   {
     std::vector<std::size_t> fill(p.section_begin.begin(), p.section_begin.end() - 1);
     for (std::size_t i = 0; i < n; ++i) {
-      for (Section s = p.first[i]; s < p.last[i]; ++s) p.section_items[fill[static_cast<std::size_t>(s)]++] = static_cast<Item>(i);
+      for (Section s = p.first[i]; s < p.last[i]; ++s) p.section_items[fill[static_cast<std::size_t>(s)]++] = static_cast<PackedItem>(i);
     }
   }
   for (Units total_in_section : p.section_total) p.peak = std::max(p.peak, total_in_section);
 
   // Overlaps: i and j overlap when one starts inside the other's sections.
-  std::vector<Item> by_first(n);
+  std::vector<PackedItem> by_first(n);
   std::iota(by_first.begin(), by_first.end(), 0);
-  std::sort(by_first.begin(), by_first.end(), [&](Item a, Item b) {
+  std::sort(by_first.begin(), by_first.end(), [&](PackedItem a, PackedItem b) {
     if (p.first[static_cast<std::size_t>(a)] != p.first[static_cast<std::size_t>(b)]) {
       return p.first[static_cast<std::size_t>(a)] < p.first[static_cast<std::size_t>(b)];
     }
@@ -183,8 +181,8 @@ std::optional<Packing> make_packing(const Lifetimes& lifetimes, AllocatorId allo
     for (std::size_t m = k + 1; m < n; ++m) {
       const auto j = static_cast<std::size_t>(by_first[m]);
       if (p.first[j] >= p.last[i]) break;
-      p.overlaps[fill[i]++] = static_cast<Item>(j);
-      p.overlaps[fill[j]++] = static_cast<Item>(i);
+      p.overlaps[fill[i]++] = static_cast<PackedItem>(j);
+      p.overlaps[fill[j]++] = static_cast<PackedItem>(i);
     }
   }
   return p;
@@ -261,15 +259,15 @@ class Search {
       trail_.pop_back();
     }
   }
-  [[nodiscard]] bool unplaced(Item i) const { return offset_[static_cast<std::size_t>(i)] == kUnplaced; }
+  [[nodiscard]] bool unplaced(PackedItem i) const { return offset_[static_cast<std::size_t>(i)] == kUnplaced; }
 
   // Fills the candidates of a fresh node; false when its partition is already solved.
   bool make_candidates(Frame& frame);
   // Places `item` at its lowest offset; false when section inference rules the result out
   // (the part make_candidates could not check beforehand).
-  bool place(Item item, const Partition& partition, bool& hatless);
+  bool place(PackedItem item, const Partition& partition, bool& hatless);
   // Pushes the frames that continue the search after `item` was placed.
-  void descend(std::size_t frame_index, Item item);
+  void descend(std::size_t frame_index, PackedItem item);
   // Orders a fresh partition's unplaced items by the heuristic, on the current section totals.
   void rank_partition(const Partition& partition);
 
@@ -285,25 +283,25 @@ class Search {
   std::vector<Units> remaining_;   // per section: the sizes of the unplaced items live there
   std::vector<Units> cuts_;        // per section boundary s|s+1: unplaced items live on both sides
   std::vector<Units> rank_;        // per item: its place in the static order of its partition
-  std::vector<Item> twin_before_;  // per item: the previous item (by index) of the same shape
+  std::vector<PackedItem> twin_before_;  // per item: the previous item (by index) of the same shape
   std::vector<std::pair<Units*, Units>> trail_;
   std::vector<Partition> partitions_;
-  std::vector<Item> item_pool_;
-  std::vector<Item> candidate_pool_;
+  std::vector<PackedItem> item_pool_;
+  std::vector<PackedItem> candidate_pool_;
   std::vector<Frame> frames_;
   std::vector<Section> cut_points_;  // scratch for descend
   std::vector<Section> bounds_;
-  std::vector<Item> order_;         // scratch for rank_partition
+  std::vector<PackedItem> order_;         // scratch for rank_partition
   std::vector<double> keys_;
   std::vector<std::size_t> index_;
-  std::vector<Item> witness_;       // per section: an unplaced item low enough, last time looked
+  std::vector<PackedItem> witness_;       // per section: an unplaced item low enough, last time looked
   std::uint64_t nodes_ = 0;
 };
 
 void Search::rank_partition(const Partition& part) {
   order_.clear();
   for (std::size_t k = part.items_begin; k < part.items_end; ++k) {
-    const Item i = item_pool_[k];
+    const PackedItem i = item_pool_[k];
     if (unplaced(i)) order_.push_back(i);
   }
   const std::size_t width = heuristic_.size();
@@ -367,7 +365,7 @@ bool Search::make_candidates(Frame& frame) {
     return true;
   }
   for (std::size_t k = part.items_begin; k < part.items_end; ++k) {
-    const Item item = item_pool_[k];
+    const PackedItem item = item_pool_[k];
     const auto i = static_cast<std::size_t>(item);
     if (offset_[i] != kUnplaced) continue;
     const Units m = min_offset_[i];
@@ -375,12 +373,12 @@ bool Search::make_candidates(Frame& frame) {
     if (m > highest) continue;
     if (m < frame.last_offset || (m == frame.last_offset && rank_[i] < frame.last_rank)) continue;
     if (m + p_.size[i] > capacity_) continue;
-    if (const Item twin = twin_before_[i]; twin >= 0 && unplaced(twin)) continue;
+    if (const PackedItem twin = twin_before_[i]; twin >= 0 && unplaced(twin)) continue;
     candidate_pool_.push_back(item);
   }
   frame.candidates_end = candidate_pool_.size();
   std::sort(candidate_pool_.begin() + static_cast<std::ptrdiff_t>(frame.candidates_begin), candidate_pool_.end(),
-            [&](Item a, Item b) {
+            [&](PackedItem a, PackedItem b) {
               const Units ma = min_offset_[static_cast<std::size_t>(a)];
               const Units mb = min_offset_[static_cast<std::size_t>(b)];
               if (ma != mb) return ma < mb;
@@ -389,7 +387,7 @@ bool Search::make_candidates(Frame& frame) {
   return true;
 }
 
-bool Search::place(Item item, const Partition& part, bool& hatless) {
+bool Search::place(PackedItem item, const Partition& part, bool& hatless) {
   const auto c = static_cast<std::size_t>(item);
   const Units offset = min_offset_[c];
   const Units top = offset + p_.size[c];
@@ -425,11 +423,11 @@ bool Search::place(Item item, const Partition& part, bool& hatless) {
     const auto si = static_cast<std::size_t>(s);
     if (remaining_[si] == 0) continue;
     const Units threshold = capacity_ - remaining_[si];
-    const Item cached = witness_[si];
+    const PackedItem cached = witness_[si];
     if (cached >= 0 && unplaced(cached) && min_offset_[static_cast<std::size_t>(cached)] <= threshold) continue;
     bool found = false;
     for (std::size_t k = p_.section_begin[si]; k < p_.section_begin[si + 1]; ++k) {
-      const Item j = p_.section_items[k];
+      const PackedItem j = p_.section_items[k];
       if (unplaced(j) && min_offset_[static_cast<std::size_t>(j)] <= threshold) {
         witness_[si] = j;
         found = true;
@@ -441,7 +439,7 @@ bool Search::place(Item item, const Partition& part, bool& hatless) {
   return true;
 }
 
-void Search::descend(std::size_t frame_index, Item item) {
+void Search::descend(std::size_t frame_index, PackedItem item) {
   const auto c = static_cast<std::size_t>(item);
   const Frame& frame = frames_[frame_index];
   const Partition part = partitions_[frame.partition];
@@ -469,7 +467,7 @@ void Search::descend(std::size_t frame_index, Item item) {
   for (std::size_t b = 0; b + 1 < bounds.size(); ++b) {
     const std::size_t begin = item_pool_.size();
     for (std::size_t k = part.items_begin; k < part.items_end; ++k) {
-      const Item i = item_pool_[k];
+      const PackedItem i = item_pool_[k];
       if (!unplaced(i)) continue;
       const Section first = p_.first[static_cast<std::size_t>(i)];
       if (first >= bounds[b] && first < bounds[b + 1]) item_pool_.push_back(i);
@@ -502,9 +500,9 @@ Outcome Search::run() {
   // Items of the same shape, chained in index order.
   twin_before_.assign(n, -1);
   {
-    std::vector<Item> order(n);
+    std::vector<PackedItem> order(n);
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](Item a, Item b) {
+    std::sort(order.begin(), order.end(), [&](PackedItem a, PackedItem b) {
       const auto x = static_cast<std::size_t>(a);
       const auto y = static_cast<std::size_t>(b);
       if (p_.first[x] != p_.first[y]) return p_.first[x] < p_.first[y];
@@ -516,7 +514,7 @@ Outcome Search::run() {
       const auto x = static_cast<std::size_t>(order[k - 1]);
       const auto y = static_cast<std::size_t>(order[k]);
       if (p_.first[x] == p_.first[y] && p_.last[x] == p_.last[y] && p_.size[x] == p_.size[y]) {
-        twin_before_[y] = static_cast<Item>(x);
+        twin_before_[y] = static_cast<PackedItem>(x);
       }
     }
   }
@@ -527,9 +525,9 @@ Outcome Search::run() {
   partitions_.clear();
   item_pool_.clear();
   {
-    std::vector<Item> by_first(n);
+    std::vector<PackedItem> by_first(n);
     std::iota(by_first.begin(), by_first.end(), 0);
-    std::sort(by_first.begin(), by_first.end(), [&](Item a, Item b) {
+    std::sort(by_first.begin(), by_first.end(), [&](PackedItem a, PackedItem b) {
       return p_.first[static_cast<std::size_t>(a)] < p_.first[static_cast<std::size_t>(b)];
     });
     std::size_t k = 0;
@@ -613,7 +611,7 @@ Outcome Search::run() {
     bool descended = false;
     while (frames_[top].next_candidate < frames_[top].candidates_end) {
       Frame& frame = frames_[top];
-      const Item item = candidate_pool_[frame.next_candidate++];
+      const PackedItem item = candidate_pool_[frame.next_candidate++];
       frame.mark = trail_.size();
       bool hatless = false;
       const bool ok = place(item, partitions_[frame.partition], hatless);
@@ -711,7 +709,7 @@ Bytes packed_size(const Lifetimes& lifetimes, const Packing& p, const std::vecto
 // object, which gets a chunk of its own anyway), and any placement in several chunks can be
 // laid end to end in one, so a single chunk loses nothing while the total stays within that.
 Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes live_bound,
-                        const ExactOptions& options, std::span<const double> durations, Placement& placement,
+                        const ExactOptions& options, Span<const double> durations, Placement& placement,
                         bool& changed) {
   const auto a = static_cast<std::size_t>(allocator);
   const Bytes start_total = chunks_total(placement.chunk_sizes[a]);
@@ -811,7 +809,7 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
 }
 
 Result<Placement> exact_search(const Lifetimes& lifetimes, const Placement& start, const ExactOptions& options,
-                               std::span<const double> durations) {
+                               Span<const double> durations) {
   if (start.storage_address.size() != lifetimes.storages.size() ||
       start.chunk_sizes.size() != lifetimes.allocators.size()) {
     return invalid_argument("exact search: the start placement covers " + std::to_string(start.storage_address.size()) +
@@ -848,18 +846,8 @@ Result<Placement> exact_search(const Lifetimes& lifetimes, const Placement& star
 }  // namespace
 
 Result<Placement> place_exact(const Lifetimes& lifetimes, const Placement& start, const ExactOptions& options) {
-  return exact_search(lifetimes, start, options, {});
-}
-
-// Declared with the CSV format: the file's times, where Lifetimes only keep their order.
-Result<Placement> place_exact(const CsvProblem& problem, const Placement& start, const ExactOptions& options) {
-  std::vector<double> durations;
-  durations.reserve(problem.times.size());
-  for (const Interval<TimeValue>& time : problem.times) {
-    durations.push_back(static_cast<double>(time.upper) - static_cast<double>(time.lower));
-  }
-  if (durations.size() != problem.lifetimes.storages.size()) durations.clear();
-  return exact_search(problem.lifetimes, start, options, durations);
+  const bool timed = options.durations.size() == lifetimes.storages.size();
+  return exact_search(lifetimes, start, options, timed ? Span<const double>(options.durations) : Span<const double>());
 }
 
 }  // namespace galloc

@@ -12,6 +12,7 @@
 
 #include "galloc/planner.hpp"
 #include "galloc/timeline.hpp"
+#include "galloc/validator.hpp"
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include "galloc/graph_allocator.hpp"
 #include "galloc/plan.hpp"
 #include "galloc/zoo.hpp"
+#include "galloc/validator.hpp"
 #include "ggml_bridge.hpp"
 #include "support/random_graph.hpp"
 

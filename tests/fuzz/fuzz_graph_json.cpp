@@ -6,6 +6,7 @@
 
 #include "fuzz_support.hpp"
 #include "galloc/graph_json.hpp"
+#include "galloc/validator.hpp"
 
 using namespace galloc;
 using galloc::fuzz::require;

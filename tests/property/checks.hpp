@@ -1,10 +1,10 @@
 // The checks every property and regression test runs on a graph, for every strategy.
 #pragma once
 
-#include <span>
 #include <string>
 
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 
 namespace galloc::property {
 
@@ -15,7 +15,7 @@ namespace galloc::property {
 // validate_placement finds nothing, every buffer is at least its lower bound, best is no larger
 // than ggml, and (with `execute`) the interpreter finds no difference to a run without reuse.
 // Returns the first failure, prefixed with the strategy, or "".
-[[nodiscard]] std::string check_every_strategy(const Graph& graph, std::span<const BufferType* const> types,
+[[nodiscard]] std::string check_every_strategy(const Graph& graph, Span<const BufferType* const> types,
                                                const BufferAssignment& assignment, std::uint64_t seed,
                                                bool execute);
 

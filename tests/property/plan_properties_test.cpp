@@ -13,6 +13,7 @@
 #include <string>
 
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 #include "property/checks.hpp"
 #include "property/generators.hpp"
 #include "property/interpreter.hpp"

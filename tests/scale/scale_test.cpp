@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 
 namespace {
 

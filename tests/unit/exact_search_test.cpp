@@ -17,6 +17,7 @@
 #include "galloc/minimalloc_csv.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/validator.hpp"
 #include "support/hand_made_lifetimes.hpp"
 
 namespace galloc {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 #include "support/ggml_like_builder.hpp"
 #include "support/random_graph.hpp"
 

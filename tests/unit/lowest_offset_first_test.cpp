@@ -13,6 +13,7 @@
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
 #include "galloc/zoo.hpp"
+#include "galloc/validator.hpp"
 #include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
 

@@ -9,6 +9,7 @@
 #include "galloc/minimalloc_csv.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/validator.hpp"
 
 namespace galloc {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "galloc/galloc.h"
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 
 namespace galloc {
 namespace {

@@ -13,6 +13,7 @@
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/validator.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc {

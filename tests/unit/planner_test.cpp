@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "galloc/planner.hpp"
+#include "galloc/validator.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 
 namespace galloc {
 namespace {

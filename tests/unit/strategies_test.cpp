@@ -10,6 +10,7 @@
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/validator.hpp"
 #include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
 

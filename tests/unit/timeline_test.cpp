@@ -6,6 +6,7 @@
 
 #include "galloc/planner.hpp"
 #include "galloc/timeline.hpp"
+#include "galloc/validator.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc {

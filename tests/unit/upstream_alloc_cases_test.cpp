@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "galloc/galloc.hpp"
+#include "galloc/validator.hpp"
 #include "support/ggml_like_builder.hpp"
 
 namespace galloc {

@@ -16,6 +16,7 @@
 #include "galloc/plan.hpp"
 #include "galloc/planner.hpp"
 #include "galloc/zoo.hpp"
+#include "galloc/validator.hpp"
 
 namespace galloc {
 namespace {
