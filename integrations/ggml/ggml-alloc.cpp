@@ -7,10 +7,9 @@
 //                                            upstream's addresses and buffer sizes exactly)
 //   GALLOC_DUMP=DIR                          write every reserved graph to DIR as galloc JSON
 //
-// Two ggml versions are supported: current upstream (llama.rn 0.12.9) and the "seed" version
-// (whisper.rn 0.4.0-rc.10), selected by GALLOC_GGML_SEED, which build.sh sets from the headers.
-// The seed's ggml_tallocr_alloc returns void, it has no _size functions, no meta buffer types
-// and no exported ggml_op_can_inplace.
+// The ggml API generations it serves (from whisper.rn 0.4.0-rc.10's late-2024 ggml to current
+// upstream) differ in a few signatures and declarations; each is detected from ggml's headers
+// at compile time (see "ggml API generations" below), never from a version string.
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
@@ -26,7 +25,6 @@
 #include <memory>
 #include <new>
 #include <optional>
-#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -48,17 +46,80 @@
 #define GALLOC_DROPIN_HAVE_JSON 1
 #endif
 
-#ifdef GALLOC_GGML_SEED
-inline constexpr bool kSeed = true;
-#else
-inline constexpr bool kSeed = false;
-#endif
-static_assert(GGML_MAX_SRC <= galloc::kMaxSources && GGML_MAX_DIMS == galloc::kMaxDims);
-static_assert(std::is_void_v<decltype(ggml_tallocr_alloc(nullptr, nullptr))> == kSeed,
-              "GALLOC_GGML_SEED must be defined exactly for the ggml version whose "
-              "ggml_tallocr_alloc returns void (build.sh sets it from ggml-alloc.h)");
+static_assert(GGML_MAX_SRC <= galloc::kMaxSources && GGML_MAX_DIMS == galloc::kMaxDims,
+              "this ggml has more sources or dimensions per tensor than galloc's graph model");
 
 namespace {
+
+// ------------------------------------------------------------------ ggml API generations
+
+// Whether ggml's headers declare a function is asked by overload resolution: each probed name
+// also has a template here that returns Missing, and a real declaration (found through its
+// ggml argument types) is the better match.
+namespace fallback {
+struct Missing {};
+template <typename... Args> Missing ggml_backend_buft_is_meta(Args...);
+template <typename... Args> Missing ggml_backend_meta_alloc_ctx_tensors_from_buft(Args...);
+}  // namespace fallback
+
+template <typename T>
+inline constexpr bool kDeclared = !std::is_same_v<T, fallback::Missing>;
+
+using namespace fallback;  // NOLINT(google-build-using-namespace): the probes above
+
+// ggml_tallocr_alloc returns void in the older generation (whisper.rn 0.4.0-rc.10's ggml),
+// enum ggml_status after it (cui-llama.rn 1.6.0 on); so do ggml_backend_tensor_alloc and
+// ggml_backend_view_init. The older generation also reuses fewer ops' sources in place and
+// refuses a context tensor larger than the buffer type's max size.
+using TallocrAllocResult = decltype(ggml_tallocr_alloc(nullptr, nullptr));
+inline constexpr bool kOlderGeneration = std::is_void_v<TallocrAllocResult>;
+
+// Meta buffer types (one buffer type over several devices) allocate context tensors
+// themselves.
+inline constexpr bool kHasMetaBufferTypes =
+    kDeclared<decltype(ggml_backend_buft_is_meta(std::declval<ggml_backend_buffer_type_t>()))>;
+
+// A ggml call's result as a status, for calls that return void in the older generation.
+template <typename Call>
+ggml_status status_of(Call&& call) {
+  if constexpr (std::is_void_v<decltype(call())>) {
+    call();
+    return GGML_STATUS_SUCCESS;
+  } else {
+    return call();
+  }
+}
+
+// What ggml_tallocr_alloc returns: nothing in the older generation, else the status.
+template <typename Result>
+Result tallocr_result(ggml_status status) {
+  if constexpr (std::is_void_v<Result>) {
+    static_cast<void>(status);
+  } else {
+    return status;
+  }
+}
+
+template <typename BufferType>
+bool is_meta(BufferType buft) {
+  if constexpr (kHasMetaBufferTypes) {
+    return ggml_backend_buft_is_meta(buft);
+  } else {
+    static_cast<void>(buft);
+    return false;
+  }
+}
+
+template <typename Context, typename BufferType>
+ggml_backend_buffer_t meta_alloc_ctx_tensors(Context* ctx, BufferType buft) {
+  if constexpr (kHasMetaBufferTypes) {
+    return ggml_backend_meta_alloc_ctx_tensors_from_buft(ctx, buft);
+  } else {
+    static_cast<void>(ctx);
+    static_cast<void>(buft);
+    return nullptr;
+  }
+}
 
 using galloc::Bytes;
 using galloc::BufferId;
@@ -82,30 +143,19 @@ void log_exception(const char* function) {
   }
 }
 
-// The seed's ggml_backend_tensor_alloc / ggml_backend_view_init return void.
 ggml_status tensor_alloc(ggml_backend_buffer_t buffer, ggml_tensor* tensor, void* addr) {
-#ifdef GALLOC_GGML_SEED
-  ggml_backend_tensor_alloc(buffer, tensor, addr);
-  return GGML_STATUS_SUCCESS;
-#else
-  return ggml_backend_tensor_alloc(buffer, tensor, addr);
-#endif
+  return status_of([&] { return ggml_backend_tensor_alloc(buffer, tensor, addr); });
 }
 
 ggml_status view_init(ggml_tensor* tensor) {
-#ifdef GALLOC_GGML_SEED
-  ggml_backend_view_init(tensor);
-  return GGML_STATUS_SUCCESS;
-#else
-  return ggml_backend_view_init(tensor);
-#endif
+  return status_of([&] { return ggml_backend_view_init(tensor); });
 }
 
 // ------------------------------------------------------------------ types and ops
 
-#ifdef GALLOC_GGML_SEED
-// The seed's (static) ggml_op_can_inplace: a subset of upstream's, which galloc follows.
-bool seed_op_can_inplace(ggml_op op) {
+// The older generation's ggml_op_can_inplace: a subset of the newer one's, which galloc
+// follows.
+bool older_op_can_inplace(ggml_op op) {
   switch (op) {
     case GGML_OP_SCALE: case GGML_OP_DIAG_MASK_ZERO: case GGML_OP_DIAG_MASK_INF:
     case GGML_OP_ADD: case GGML_OP_ADD1: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV:
@@ -116,22 +166,21 @@ bool seed_op_can_inplace(ggml_op op) {
       return false;
   }
 }
-#endif
 
 // ggml op -> galloc op, by name (the versions number their ops differently). The op only
 // matters to galloc for in-place reuse (and NONE, CPY, SET_ROWS, SET, ACC for views), so an op
 // galloc does not know becomes CUSTOM, which is never reused in place, as in both ggml
-// versions. In the seed build, ops the seed does not reuse in place but upstream does become
-// CUSTOM too, so that galloc's liveness walk makes the seed's decisions.
+// versions. In the older generation, ops it does not reuse in place but the newer list does
+// become CUSTOM too, so that galloc's liveness walk makes the same decisions.
 struct OpTable {
   std::array<galloc::Op, GGML_OP_COUNT> op{};
   OpTable() {
     for (int i = 0; i < GGML_OP_COUNT; ++i) {
       const auto ggml = static_cast<ggml_op>(i);
       galloc::Op mapped = galloc::op_from_name(ggml_op_name(ggml)).value_or(galloc::Op::Custom);
-#ifdef GALLOC_GGML_SEED
-      if (galloc::op_can_inplace(mapped) && !seed_op_can_inplace(ggml)) mapped = galloc::Op::Custom;
-#endif
+      if (kOlderGeneration && galloc::op_can_inplace(mapped) && !older_op_can_inplace(ggml)) {
+        mapped = galloc::Op::Custom;
+      }
       op[static_cast<std::size_t>(i)] = mapped;
     }
   }
@@ -282,7 +331,7 @@ galloc::Status type_error(const ggml_tensor* t) {
 // built then, so the check stays a table lookup on every alloc
 inline bool set_type(const ggml_tensor* t, galloc::Tensor& g) {
   const auto type = type_of(t->type);
-  if (!type) [[unlikely]] return false;
+  if (!type) return false;
   g.type = *type;
   return true;
 }
@@ -686,7 +735,7 @@ bool ggml_gallocr_reserve(ggml_gallocr_t galloc, struct ggml_cgraph* graph) {
   return ggml_gallocr_reserve_n(galloc, graph, nullptr, nullptr);
 }
 
-#ifndef GALLOC_GGML_SEED
+// Declared by the newer generation only; defining it for the older one adds an unused symbol.
 void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph* graph, const int* node_buffer_ids,
                                  const int* leaf_buffer_ids, size_t* sizes) {
   if (galloc == nullptr) return;
@@ -709,7 +758,6 @@ void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph* grap
     log_exception(__func__);
   }
 }
-#endif
 
 bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) {
   try {
@@ -832,11 +880,7 @@ class TallocrRest final : public galloc::Buffer {
 
 extern "C" {
 
-#ifdef GALLOC_GGML_SEED
-void ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_tensor* tensor) {
-#else
-enum ggml_status ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_tensor* tensor) {
-#endif
+TallocrAllocResult ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_tensor* tensor) {
   void* addr = nullptr;
   try {
     TallocrType type(*talloc, tensor);
@@ -846,30 +890,20 @@ enum ggml_status ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_ten
     placed.name = tensor->name;
     if (galloc::Status s = linear.allocate(placed); !s) {
       log_error(__func__, s);
-#ifdef GALLOC_GGML_SEED
-      // The seed's API returns nothing, so a full buffer cannot be reported: abort as it does.
-      GGML_ABORT("not enough space in the buffer");
-#else
-      // Upstream aborts; its API has a status, so galloc reports the failure instead.
-      return GGML_STATUS_ALLOC_FAILED;
-#endif
+      // The older API returns nothing, so a full buffer cannot be reported: abort as it does.
+      // The newer one aborts too, but its API has a status, so galloc reports the failure.
+      if (kOlderGeneration) GGML_ABORT("not enough space in the buffer");
+      return tallocr_result<TallocrAllocResult>(GGML_STATUS_ALLOC_FAILED);
     }
     addr = placed.data;
     talloc->offset += static_cast<size_t>(linear.offset());
   } catch (...) {
     log_exception(__func__);
-#ifdef GALLOC_GGML_SEED
-    GGML_ABORT("ggml_tallocr_alloc failed");
-#else
-    return GGML_STATUS_ALLOC_FAILED;
-#endif
+    if (kOlderGeneration) GGML_ABORT("ggml_tallocr_alloc failed");
+    return tallocr_result<TallocrAllocResult>(GGML_STATUS_ALLOC_FAILED);
   }
   GGML_ASSERT(reinterpret_cast<std::uintptr_t>(addr) % talloc->alignment == 0);
-#ifdef GALLOC_GGML_SEED
-  tensor_alloc(talloc->buffer, tensor, addr);
-#else
-  return tensor_alloc(talloc->buffer, tensor, addr);
-#endif
+  return tallocr_result<TallocrAllocResult>(tensor_alloc(talloc->buffer, tensor, addr));
 }
 
 }  // extern "C"
@@ -895,8 +929,8 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
   std::vector<TensorId> ids(n);
   for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<TensorId>(i);
 
-  if constexpr (kSeed) {
-    // the seed refuses a tensor above the max size instead of giving it a buffer of its own
+  if constexpr (kOlderGeneration) {
+    // the older generation refuses a tensor above the max size instead of giving it a buffer of its own
     const Bytes alignment = type.alignment();
     const Bytes max_size = type.max_size();
     for (std::size_t i = 0; i < n; ++i) {
@@ -977,7 +1011,7 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
 
 extern "C" {
 
-#ifndef GALLOC_GGML_SEED
+// Declared by the newer generation only; defining it for the older one adds an unused symbol.
 size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context* ctx, ggml_backend_buffer_type_t buft) {
   size_t nbytes_total = 0;
   try {
@@ -988,12 +1022,9 @@ size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context* ctx, g
   }
   return nbytes_total;
 }
-#endif
 
 ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context* ctx, ggml_backend_buffer_type_t buft) {
-#ifndef GALLOC_GGML_SEED
-  if (ggml_backend_buft_is_meta(buft)) return ggml_backend_meta_alloc_ctx_tensors_from_buft(ctx, buft);
-#endif
+  if (is_meta(buft)) return meta_alloc_ctx_tensors(ctx, buft);
   size_t nbytes_total = 0;
   try {
     return alloc_ctx_tensors(ctx, buft, &nbytes_total, /*no_alloc=*/false, __func__);
@@ -1007,9 +1038,8 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(struct ggml_context* ctx, g
   return ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_get_default_buffer_type(backend));
 }
 
-#ifndef GALLOC_GGML_SEED
-// ggml-impl.h: true if the operation can reuse memory from its sources.
+// ggml-impl.h (current ggml): true if the operation can reuse memory from its sources. Older
+// ggml keeps it to ggml-alloc.c; defining it there adds an unused symbol.
 bool ggml_op_can_inplace(enum ggml_op op) { return galloc::op_can_inplace(op_of(op)); }
-#endif
 
 }  // extern "C"
