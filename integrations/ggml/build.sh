@@ -5,6 +5,10 @@
 #
 # usage: build.sh NPM_SPEC OUT_DIR        e.g. build.sh llama.rn@0.12.9 out/ggml
 #
+# GALLOC_GGML_AS_SHIPPED=1 keeps the package's prefix instead, as an app builds it: the
+# sources stay as the tarball has them, the -D flags and the drop-in get the package's own
+# renaming (see package_rename), and so does the smoke test.
+#
 # Produces OUT_DIR/libggml-stock.a, OUT_DIR/include/ and OUT_DIR/include/internal/,
 # and OUT_DIR/libggml-galloc.a: the same library with ggml-alloc.c replaced by galloc's
 # drop-in (ggml-alloc.cpp next to this file, or GALLOC_DROPIN_SOURCE) and galloc itself
@@ -43,7 +47,14 @@ PKG_VERSION=${NPM_SPEC##*@}
 PKG_KEY=$(echo "${PKG_NAME#@}-$PKG_VERSION" | tr '/' '-')
 
 PKG_CACHE=$CACHE_ROOT/ggml-src/$PKG_KEY
-SRC=$PKG_CACHE/src                 # renamed ggml sources (layout as in package/cpp)
+AS_SHIPPED=${GALLOC_GGML_AS_SHIPPED:-0}
+if [[ $AS_SHIPPED == 1 ]]; then
+    SRC=$PKG_CACHE/src-as-shipped  # ggml sources as the package ships them (prefixed)
+    PREPARED=$PKG_CACHE/.prepared-as-shipped
+else
+    SRC=$PKG_CACHE/src             # renamed ggml sources (layout as in package/cpp)
+    PREPARED=$PKG_CACHE/.prepared
+fi
 TARBALL=$PKG_CACHE/$PKG_KEY.tgz
 
 have_flock() { command -v flock >/dev/null 2>&1; }
@@ -62,7 +73,7 @@ is_other_backend() {
 prepare_sources() {
     mkdir -p "$PKG_CACHE"
     if have_flock; then exec 8>"$PKG_CACHE/.lock"; flock 8; fi
-    [[ -f $PKG_CACHE/.prepared ]] && return 0
+    [[ -f $PREPARED ]] && return 0
 
     if [[ ! -f $TARBALL ]]; then
         step "fetching $NPM_SPEC from the npm registry"
@@ -91,6 +102,8 @@ prepare_sources() {
         P=$(grep -oE '\b[A-Za-z0-9]+_ggml_init\b' "$cpp/ggml.h" | head -n1 | sed 's/_ggml_init$//' || true)
     fi
 
+    [[ -f $cpp/ggml.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC: package/cpp/ggml.h not found (this package keeps ggml elsewhere, e.g. vendor/; not supported yet)"; }
+
     shopt -s nullglob
     local f b
     for f in "$cpp"/ggml*.c "$cpp"/ggml*.cpp "$cpp"/ggml*.h "$cpp"/gguf*.cpp "$cpp"/gguf*.h \
@@ -101,6 +114,11 @@ prepare_sources() {
         cp -p "$f" "$stage/$b"
     done
     [[ -f $cpp/LICENSE ]] && cp -p "$cpp/LICENSE" "$stage/LICENSE"
+    # the flat layout of the CPU backend (cui-llama.rn 1.6.0): its parts beside ggml-cpu.c
+    for f in unary-ops binary-ops ops vec; do
+        for b in "$cpp/$f.h" "$cpp/$f.cpp"; do [[ -f $b ]] && cp -p "$b" "$stage/"; done
+    done
+    for b in simd-mappings.h cpu-common.h; do [[ -f $cpp/$b ]] && cp -p "$cpp/$b" "$stage/"; done
     if [[ -d $cpp/ggml-cpu ]]; then       # current layout: CPU backend in its own folder
         (cd "$cpp" && find ggml-cpu -type f \( -name '*.c' -o -name '*.cpp' -o -name '*.h' \) \
             -exec cp -p --parents {} "$stage/" \;)
@@ -109,7 +127,7 @@ prepare_sources() {
     [[ -f $stage/ggml.c && -f $stage/ggml-alloc.c && -f $stage/ggml.h ]] \
         || { rm -rf "$tmp"; die "$NPM_SPEC: no ggml sources found in package/cpp"; }
 
-    if [[ -n $P ]]; then
+    if [[ -n $P && $AS_SHIPPED != 1 ]]; then
         local U=${P^^}
         # Order matters. whisper.rn's rename also hit the word "quantize" everywhere:
         # dequantize_row_q4_0 -> wsp_dewsp_quantize_row_q4_0 and
@@ -129,18 +147,37 @@ prepare_sources() {
     rm -rf "$SRC"
     mv "$stage" "$SRC"
     rm -rf "$tmp"
-    printf 'spec=%s\nprefix=%s\n' "$NPM_SPEC" "$P" >"$PKG_CACHE/.prepared"
+    printf 'spec=%s\nprefix=%s\n' "$NPM_SPEC" "$P" >"$PREPARED"
 }
 
 # ---------------------------------------------------------------- 3: build
+# The prefix the sources carry (as shipped) or none (renamed back), from the prepared stamp.
+shipped_prefix() { [[ $AS_SHIPPED == 1 ]] && sed -n 's/^prefix=//p' "$PREPARED"; return 0; }
+
+# package_rename IN OUT: the package's own renaming, as its bootstrap script applies it to
+# ggml's files: GGML_/ggml_/GGUF_/gguf_ prefixed anywhere (no word boundaries, so inside
+# longer names and strings too); whisper.rn also prefixes quantize_ and dequantize_.
+package_rename() {
+    local in=$1 out=$2 p u
+    p=$(shipped_prefix); u=${p^^}
+    if [[ -z $p ]]; then cp "$in" "$out"; return 0; fi
+    local -a rules=(-e "s/GGML_/${u}_GGML_/g" -e "s/ggml_/${p}_ggml_/g" -e "s/GGUF_/${u}_GGUF_/g" -e "s/gguf_/${p}_gguf_/g")
+    if grep -rqs "${p}_de${p}_quantize_" "$SRC"/ggml-quants.h; then
+        rules+=(-e "s/dequantize_/${p}_dequantize_/g" -e "s/quantize_/${p}_quantize_/g")
+    fi
+    sed "${rules[@]}" "$in" >"$out"
+}
+
+# -D flags name ggml's macros, which the package prefixed too.
+M=$(shipped_prefix); M=${M:+${M^^}_}
 COMMON_FLAGS=(
     -O2 -DNDEBUG -fPIC -pthread
     -D_XOPEN_SOURCE=600 -D_GNU_SOURCE       # what ggml's CMake adds on Linux
-    -DGGML_USE_CPU                          # ggml-backend-reg.cpp registers the CPU backend
-    -DGGML_USE_CPU_REPACK                   # upstream default (current CPU backend)
-    -DGGML_USE_CPU_AARCH64                  # upstream default (seed-era name of the same)
-    -DGGML_SCHED_MAX_COPIES=4
-    "-DGGML_VERSION=\"$PKG_KEY\"" "-DGGML_COMMIT=\"npm:$PKG_KEY\""
+    -D${M}GGML_USE_CPU                      # ggml-backend-reg.cpp registers the CPU backend
+    -D${M}GGML_USE_CPU_REPACK               # upstream default (current CPU backend)
+    -D${M}GGML_USE_CPU_AARCH64              # upstream default (seed-era name of the same)
+    -D${M}GGML_SCHED_MAX_COPIES=4
+    "-D${M}GGML_VERSION=\"$PKG_KEY\"" "-D${M}GGML_COMMIT=\"npm:$PKG_KEY\""
 )
 # shellcheck disable=SC2206
 EXTRA_FLAGS=(${GALLOC_GGML_EXTRA_CFLAGS-})   # e.g. -march=native; empty = baseline x86-64
@@ -161,6 +198,9 @@ collect_sources() {
     for f in "$SRC"/ggml*.c "$SRC"/ggml*.cpp "$SRC"/gguf*.cpp; do
         case ${f##*/} in ggml-opt.cpp) continue ;; esac   # training API, not needed
         STOCK_SOURCES+=("${f#"$SRC"/}")
+    done
+    for f in "$SRC"/unary-ops.cpp "$SRC"/binary-ops.cpp "$SRC"/ops.cpp "$SRC"/vec.cpp; do
+        [[ -f $f ]] && STOCK_SOURCES+=("${f#"$SRC"/}")   # the flat CPU backend (cui-llama.rn 1.6.0)
     done
     if [[ -d $SRC/ggml-cpu ]]; then
         for f in "$SRC"/ggml-cpu/*.c "$SRC"/ggml-cpu/*.cpp \
@@ -331,6 +371,12 @@ build_galloc() {
     local objdir=$OUT_DIR/obj-galloc log=$OUT_DIR/build-galloc.log
     dropin=$(readlink -f "$GALLOC_DROPIN_SOURCE") || die "GALLOC_DROPIN_SOURCE not found"
     [[ -f $dropin ]] || die "GALLOC_DROPIN_SOURCE '$GALLOC_DROPIN_SOURCE' is not a file"
+    if [[ $AS_SHIPPED == 1 ]]; then   # the app's copy: renamed as the package renames ggml-alloc.c
+        local renamed=$OUT_DIR/ggml-alloc.renamed.cpp
+        package_rename "$dropin" "$renamed.tmp"
+        if cmp -s "$renamed.tmp" "$renamed"; then rm -f "$renamed.tmp"; else mv "$renamed.tmp" "$renamed"; fi
+        dropin=$renamed
+    fi
     local cfg
     cfg=$(printf '%s\n' "$(config_string)" "dropin=$dropin" "dropin_flags=$GB_DROPINFLAGS" \
         "galloc_flags=$GB_GALLOCFLAGS" "galloc_sources=${GALLOC_SOURCES[*]}")
@@ -383,7 +429,8 @@ build_galloc() {
 run_smoke() {
     local lib=$1 name=$2; shift 2
     local exe=$OUT_DIR/smoke_test-$name log=$OUT_DIR/smoke_test-$name.log
-    if ! "$CC" -std=c11 -O1 -Wall -Wextra "$SCRIPT_DIR/smoke_test.c" -I "$OUT_DIR/include" \
+    package_rename "$SCRIPT_DIR/smoke_test.c" "$OUT_DIR/smoke_test.c"
+    if ! "$CC" -std=c11 -O1 -Wall -Wextra "$OUT_DIR/smoke_test.c" -I "$OUT_DIR/include" \
             -o "$exe" -Wl,--start-group "$lib" "$@" -Wl,--end-group -lstdc++ -lpthread -lm -ldl >"$log" 2>&1; then
         tail -n 30 "$log" >&2; die "smoke test ($name) failed to compile/link; log: $log"
     fi
@@ -401,11 +448,10 @@ collect_sources
 export GB_CC=$CC GB_CXX=$CXX
 export GB_CFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu11 ${EXTRA_FLAGS[*]}"
 export GB_CXXFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++17 ${EXTRA_FLAGS[*]}"
-# The drop-in sees ggml's sources and galloc's headers; GALLOC_GGML_SEED tells it which ggml
-# API it implements (the seed's ggml_tallocr_alloc returns void).
+# The drop-in sees ggml's sources and galloc's headers (it detects ggml's API generation from
+# the headers itself).
 # GALLOC_DROPIN_JSON: galloc's sources implement graph files (write_graph_file), for GALLOC_DUMP.
 DROPIN_FEATURE_FLAGS=()
-grep -Eq '(^|[^a-z_])void +ggml_tallocr_alloc' "$SRC/ggml-alloc.h" && DROPIN_FEATURE_FLAGS+=(-DGALLOC_GGML_SEED)
 if [[ -n ${GALLOC_DROPIN_SOURCE-} ]]; then
     collect_galloc_sources
     if [[ ${#GALLOC_SOURCES[@]} -gt 0 ]] && grep -q 'write_graph_file' "${GALLOC_SOURCES[@]}"; then
