@@ -205,9 +205,10 @@ struct ScanLowest {
 };
 
 // On x86-64 the scan is also built for AVX2 and picked at load time: 8 lanes with native
-// 32-bit min and max, where the baseline (SSE2) has 4 and emulates them. The baseline took
-// about 1.7x the AVX2 clone's time on the larger zoo graphs.
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
+// 32-bit min and max, where the baseline (SSE2) has 4 and emulates them. The one-file drop-in
+// defines GALLOC_NO_TARGET_CLONES: the load-time pick needs an ifunc, which not every
+// platform an app targets has.
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__) && !defined(GALLOC_NO_TARGET_CLONES)
 #define GALLOC_ALSO_FOR_AVX2 __attribute__((target_clones("avx2", "default")))
 #else
 #define GALLOC_ALSO_FOR_AVX2
