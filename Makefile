@@ -1,19 +1,22 @@
 # galloc: `make run` plans a bundled real-model graph, `make test` runs every test.
 # Both work on a fresh machine: they install the Debian packages they need first.
 
-BUILD      ?= build
-ASAN_BUILD ?= build-asan
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+CLANG_BUILD ?= build-clang
 JOBS       ?= 2
 GGML_CACHE ?= $(HOME)/.cache/galloc/ggml
 UPSTREAM_SPEC := llama.rn@0.12.9
 SEED_SPEC     := whisper.rn@0.4.0-rc.10
 GGML_UPSTREAM := $(GGML_CACHE)/upstream
 GGML_SEED     := $(GGML_CACHE)/seed
+# The one-file drop-in's builds inside the npm packages' ggml, as shipped (tests/amalgamation).
+PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
                    libbenchmark-dev librapidcheck-dev libfmt-dev chromium clang libclang-rt-14-dev
 
-.PHONY: all deps ggml configure build run test unit-test asan-test clean
+.PHONY: all deps ggml configure build run test unit-test asan-test clang-test clean
 
 all: build
 
@@ -36,7 +39,8 @@ ggml: deps
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DGALLOC_GGML_UPSTREAM_DIR=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(GGML_UPSTREAM),) \
-	  -DGALLOC_GGML_SEED_DIR=$(if $(wildcard $(GGML_SEED)/libggml-stock.a),$(GGML_SEED),) >/dev/null
+	  -DGALLOC_GGML_SEED_DIR=$(if $(wildcard $(GGML_SEED)/libggml-stock.a),$(GGML_SEED),) \
+	  -DGALLOC_PACKAGES_OUT=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(PACKAGES_OUT),) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
@@ -51,16 +55,23 @@ run: build
 	@$(BUILD)/bin/galloc render $(lastword $(RUN_GRAPHS)) --html out/report.html
 	@echo "wrote out/report.html (open it in a browser)"
 
-# Unit, C API, consumer and differential tests; then the unit tests under ASan + UBSan.
+# Unit, C API, consumer, differential and amalgamation tests; then the unit tests under
+# ASan + UBSan, and built with clang++.
 test: ggml
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@$(MAKE) --no-print-directory asan-test
+	@$(MAKE) --no-print-directory clang-test
 
 asan-test: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGALLOC_SANITIZE=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
 
+clang-test: deps
+	@CXX=clang++ CC=clang cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_BUILD_TOOLS=OFF >/dev/null
+	@cmake --build $(CLANG_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
+	@cd $(CLANG_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD)
