@@ -25,6 +25,7 @@ HEADERS=(
     include/galloc/lifetimes.hpp
     include/galloc/dynamic_allocator.hpp
     src/dynamic_allocator_index.hpp
+    src/wide_product.hpp
     include/galloc/placement.hpp
     include/galloc/validator.hpp
     include/galloc/plan.hpp

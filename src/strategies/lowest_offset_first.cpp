@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "galloc/placement.hpp"
+#include "wide_product.hpp"
 
 namespace galloc {
 
@@ -170,7 +171,7 @@ std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator
 
   struct Key {
     Bytes busiest;
-    double area;  // a tie-break: rounding cannot make the order invalid, only different
+    detail::WideProduct area;
     std::size_t width;
     Item item;
   };
@@ -179,8 +180,7 @@ std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator
   for (Item i = 0; i < items.size(); ++i) {
     const ItemInfo& info = items[i];
     const std::size_t width = info.upper - info.lower;
-    keys.push_back({busiest.highest(info.lower, info.upper),
-                    static_cast<double>(info.size) * static_cast<double>(width), width, i});
+    keys.push_back({busiest.highest(info.lower, info.upper), detail::WideProduct(info.size, width), width, i});
   }
   const bool area_first = order == LowestOffsetOrder::kBusiestThenArea;
   std::sort(keys.begin(), keys.end(), [area_first](const Key& x, const Key& y) {
