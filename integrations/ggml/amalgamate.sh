@@ -125,6 +125,7 @@ $(sed 's|^|//   |; s|[[:space:]]*$||' "$ROOT/LICENSE")
 // 2020; Moffitt, MiniMalloc, 2023); no code of those projects is included.
 
 #define GALLOC_NO_TARGET_CLONES 1
+#define GALLOC_REVISION "$commit$dirty"
 
 EOF
     # then the standard library: unconditional includes once each, conditional ones as written
@@ -148,7 +149,16 @@ EOF
     # ggml's headers, as the drop-in includes them
     grep -E '^#include "ggml[^"]*\.h"' "$ROOT/$DROPIN"
     echo
+    # A ggml older than the drop-in supports gets one clear error instead of hundreds: the
+    # rest of the file is compiled only when the logging macros it uses exist, which came
+    # with the API generation it implements (late 2024).
+    echo '#if !defined(GGML_LOG_ERROR)'
+    echo '#error "galloc: this ggml-impl.h has no GGML_LOG_ERROR: it is a ggml from before late 2024 (such as whisper.rn 0.4.0-rc.8), whose ggml-alloc.h (ggml_allocr_*) galloc does not implement; keep its own ggml-alloc.c"'
+    echo '#else'
+    echo
     cat "$BODY"
+    echo
+    echo '#endif  // GGML_LOG_ERROR'
     echo
     echo "#if defined(__clang__)"
     echo "#pragma clang diagnostic pop"

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -44,6 +45,13 @@
 #include <filesystem>
 #include "galloc/graph_json.hpp"
 #define GALLOC_DROPIN_HAVE_JSON 1
+#endif
+
+// amalgamate.sh defines the commit the one-file drop-in was made from.
+#ifdef GALLOC_REVISION
+constexpr const char* kGallocRevision = GALLOC_REVISION;
+#else
+constexpr const char* kGallocRevision = "(built from source)";
 #endif
 
 static_assert(GGML_MAX_SRC <= galloc::kMaxSources && GGML_MAX_DIMS == galloc::kMaxDims,
@@ -573,6 +581,12 @@ galloc::GraphAllocatorOptions options_from_env() {
     } else {
       GGML_LOG_ERROR("ggml_gallocr_new_n: GALLOC_STRATEGY: %s; using best\n", strategy.status().message().c_str());
     }
+  }
+  // Once per process, so that an app's log shows that galloc is in (and which strategy).
+  static std::atomic<bool> announced{false};
+  if (!announced.exchange(true)) {
+    GGML_LOG_INFO("ggml_gallocr_new_n: using galloc %s (GALLOC_STRATEGY=%s)\n", kGallocRevision,
+                  std::string(galloc::strategy_name(options.placement.strategy)).c_str());
   }
   return options;
 }
