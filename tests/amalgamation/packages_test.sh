@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The one-file drop-in inside the packages' ggml as they ship it: for each npm package, its
 # ggml sources keep their prefix (lm_ggml_, wsp_ggml_), the package's own renaming runs over
-# the amalgamated file, and clang builds ggml with it in place of ggml-alloc.c (C++17, hidden
-# visibility); build.sh's smoke test then computes a graph with each. Last, a whisper.rn and
-# a llama.rn build link into one program and both run in it.
+# the amalgamated file, and clang builds ggml with it in place of ggml-alloc.c (C++17 and the
+# package's Android flags for it); build.sh's smoke test then computes a graph with each.
+# Then the package's real client, whisper.cpp or llama.cpp, built from the same prefixed
+# sources, runs the drop-in tests' client (tests/dropin/*_client.cpp, renamed like an app's
+# code) on stock and on galloc (compare.cmake: outputs bit-identical, buffers equal with
+# GALLOC_STRATEGY=ggml and no larger with best). Last, a whisper.rn and a llama.rn build link
+# into one program and both run in it.
+#
+# A spec written unsupported:NAME@VERSION is a ggml the drop-in does not implement: compiled
+# there, the renamed file must stop at one error that says so, not hundreds.
 #
 # usage: packages_test.sh GALLOC_ROOT OUT_ROOT NPM_SPEC...
 #   the first whisper.rn and the first llama.rn spec make the two-package program
@@ -16,12 +23,91 @@ FILE=$OUT_ROOT/ggml-alloc.cpp
 "$ROOT/integrations/ggml/amalgamate.sh" "$FILE.new"
 if cmp -s "$FILE.new" "$FILE"; then rm "$FILE.new"; else mv "$FILE.new" "$FILE"; fi
 
+export CC=clang CXX=clang++ GALLOC_GGML_AS_SHIPPED=1
+# package_rename, for the client (an app's own code is renamed like ggml's)
+die() { echo "FAIL: $*" >&2; exit 1; }
+step() { :; }
+
+# client SPEC OUT: the package's whisper.cpp or llama.cpp and the drop-in tests' client for it
+client() {
+    local spec=$1 out=$2 name builder
+    local -a wraps
+    case $spec in
+        whisper.rn@*) name=whisper_client builder=build-whisper.sh
+                      wraps=(ggml_backend_sched_graph_compute ggml_backend_sched_get_buffer_size
+                             ggml_backend_alloc_ctx_tensors ggml_backend_alloc_ctx_tensors_from_buft) ;;
+        *)            name=llama_client builder=build-llama.sh
+                      wraps=(ggml_backend_sched_get_buffer_size) ;;
+    esac
+    local lib=${builder#build-}; lib=${lib%.sh}
+    "$ROOT/integrations/ggml/$builder" "$spec" "$out" >"$out/$lib-build.log" 2>&1 \
+        || { tail -n 20 "$out/$lib-build.log"; return 1; }
+    (
+        NPM_SPEC=$spec
+        # shellcheck source=../../integrations/ggml/package.sh
+        source "$ROOT/integrations/ggml/package.sh"
+        mkdir -p "$out/client"
+        package_rename "$ROOT/tests/dropin/$name.cpp" "$out/client/$name.cpp"
+        package_rename "$ROOT/tests/dropin/test_support.hpp" "$out/client/test_support.hpp"
+        local -a link=()
+        local w
+        for w in "${wraps[@]}"; do
+            package_rename <(echo "$w") "$out/client/wrap"
+            link+=("-Wl,--wrap=$(cat "$out/client/wrap")")
+        done
+        local kind
+        for kind in stock galloc; do
+            clang++ -std=c++17 -O1 -I"$out/client" -isystem "$out/$lib/include" -isystem "$out/include" \
+                "$out/client/$name.cpp" "$out/$lib/lib$lib.a" "$out/libggml-$kind.a" -lpthread -lm -ldl \
+                "${link[@]}" -o "$out/client/${name}_$kind" || exit 1
+        done
+    ) >"$out/client.log" 2>&1 || { tail -n 20 "$out/client.log"; return 1; }
+    local model=tiny-whisper.bin
+    [[ $name == llama_client ]] && model=tiny-llama.gguf
+    cmake -DSTOCK="$out/client/${name}_stock" -DGALLOC="$out/client/${name}_galloc" -DOUT="$out/client/run" \
+        -DARGS="$out/client/run/$model" -P "$ROOT/tests/dropin/compare.cmake" >"$out/compare.log" 2>&1 \
+        || { tail -n 30 "$out/compare.log"; return 1; }
+    echo "ok: $spec: $lib.cpp $(head -n 1 "$out/compare.log" | sed 's/^-- //'), buffers:"
+    sed -n '2,$p' "$out/compare.log" | grep -E '^  [a-z_]+\.' | head -n 16
+}
+
+# unsupported SPEC: the renamed file against the package's headers gives one clear error
+unsupported() {
+    local spec=$1 out=$OUT_ROOT/unsupported-${1//@/-}
+    (
+        NPM_SPEC=$spec
+        # shellcheck source=../../integrations/ggml/package.sh
+        source "$ROOT/integrations/ggml/package.sh"
+        fetch_tarball
+        rm -rf "$out" && mkdir -p "$out"
+        tar -xzf "$TARBALL" -C "$out" package/cpp
+        PACKAGE_CPP=$out/package/cpp PACKAGE_PREFIX=$(detect_prefix "$out/package/cpp/ggml.h")
+        export PACKAGE_CPP PACKAGE_PREFIX
+        package_rename "$FILE" "$out/ggml-alloc.cpp"
+    ) >"$out.log" 2>&1 || { tail -n 5 "$out.log"; return 1; }
+    if clang++ -std=c++17 -fsyntax-only -I "$out/package/cpp" "$out/ggml-alloc.cpp" >"$out/compile.log" 2>&1; then
+        echo "$spec: the file compiled, but this ggml is not supported"; return 1
+    fi
+    local errors
+    errors=$(grep -c 'error:' "$out/compile.log" || true)
+    if [[ $errors -ne 1 ]] || ! grep -q 'error: "galloc: ' "$out/compile.log"; then
+        echo "$spec: expected one galloc error, got $errors:"; head -n 5 "$out/compile.log"; return 1
+    fi
+    echo "ok: $spec is refused with one error: $(grep -o 'galloc: [^"]*' "$out/compile.log" | head -n1 | cut -c1-100)..."
+}
+
 passed=0 failed=0
 whisper_dir="" llama_dir=""
 for spec in "$@"; do
+    if [[ $spec == unsupported:* ]]; then
+        if unsupported "${spec#unsupported:}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+        continue
+    fi
     out=$OUT_ROOT/${spec//@/-}
-    if CC=clang CXX=clang++ GALLOC_GGML_AS_SHIPPED=1 GALLOC_DROPIN_SOURCE="$FILE" GALLOC_DROPIN_WITH_GALLOC=0 \
-            GALLOC_DROPIN_CFLAGS="-std=c++17 -fvisibility=hidden -Werror -Wall -Wextra" \
+    # the package's Android flags for ggml-alloc.c (build.sh adds -O2 -DNDEBUG -fPIC before)
+    flags="-std=c++17 -O3 -fvisibility=hidden -fvisibility-inlines-hidden -Werror -Wall -Wextra"
+    [[ $spec == whisper.rn@* ]] || flags+=" -ffp-model=fast -fno-finite-math-only"
+    if GALLOC_DROPIN_SOURCE="$FILE" GALLOC_DROPIN_WITH_GALLOC=0 GALLOC_DROPIN_CFLAGS="$flags" \
             "$ROOT/integrations/ggml/build.sh" "$spec" "$out" >"$OUT_ROOT/build-${spec//@/-}.log" 2>&1; then
         echo "ok: $spec: $(grep 'smoke test (galloc)' "$OUT_ROOT/build-${spec//@/-}.log")"
         passed=$((passed + 1))
@@ -31,6 +117,12 @@ for spec in "$@"; do
         esac
     else
         echo "FAIL: $spec"; tail -n 20 "$OUT_ROOT/build-${spec//@/-}.log"; failed=$((failed + 1))
+        continue
+    fi
+    if client "$spec" "$out"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $spec: the client"; failed=$((failed + 1))
     fi
 done
 

@@ -98,8 +98,22 @@ int argmax(const float* logits) {
   return best;
 }
 
+// Flash attention on or off. llama.cpp before late 2025 (cui-llama.rn 1.6.0) has a bool
+// flash_attn where later versions have the enum flash_attn_type; whichever exists is set.
+template <typename Params>
+auto set_flash_attn(Params& params, bool on, int) -> decltype(params.flash_attn_type, void()) {
+  // LLAMA_FLASH_ATTN_TYPE_ENABLED (1) or _DISABLED (0), named through the member's type: the
+  // enumerators do not exist where this overload is not chosen
+  using Type = decltype(params.flash_attn_type);
+  params.flash_attn_type = static_cast<Type>(on ? 1 : 0);
+}
+template <typename Params>
+void set_flash_attn(Params& params, bool on, long) {
+  params.flash_attn = on;
+}
+
 // A prompt, then tokens generated one at a time (greedy), then a second, longer prompt.
-void run(llama_model* model, const char* label, enum llama_flash_attn_type flash_attn) {
+void run(llama_model* model, const char* label, bool flash_attn) {
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = 128;
   cp.n_batch = 32;
@@ -108,7 +122,7 @@ void run(llama_model* model, const char* label, enum llama_flash_attn_type flash
   cp.n_threads = 2;
   cp.n_threads_batch = 2;
   cp.no_perf = true;
-  cp.flash_attn_type = flash_attn;
+  set_flash_attn(cp, flash_attn, 0);
   compute_sizes().clear();
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) fail("llama_init_from_model");
@@ -169,8 +183,8 @@ int main(int argc, char** argv) {
   mp.progress_callback = [](float, void*) { return true; };  // no progress dots
   llama_model* model = llama_model_load_from_file(path.c_str(), mp);
   if (model == nullptr) fail("cannot load " + path);
-  run(model, "attn", LLAMA_FLASH_ATTN_TYPE_DISABLED);
-  run(model, "flash_attn", LLAMA_FLASH_ATTN_TYPE_ENABLED);
+  run(model, "attn", false);
+  run(model, "flash_attn", true);
   llama_model_free(model);
   llama_backend_free();
   std::printf("done\n");
