@@ -412,7 +412,7 @@ if [[ -n ${GALLOC_DROPIN_SOURCE-} ]]; then
     fi
 fi
 export GB_DROPINFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -I$GALLOC_ROOT/include ${DROPIN_FEATURE_FLAGS[*]} -std=gnu++20 ${EXTRA_FLAGS[*]} ${GALLOC_DROPIN_CFLAGS-}"
-export GB_GALLOCFLAGS="-O2 -DNDEBUG -fPIC -pthread -std=c++20 -I$GALLOC_ROOT/include ${EXTRA_FLAGS[*]}"
+export GB_GALLOCFLAGS="-O2 -DNDEBUG -fPIC -pthread -std=c++20 -I$GALLOC_ROOT/include -I$GALLOC_ROOT/src ${EXTRA_FLAGS[*]}"
 
 if stock_is_fresh; then
     step "libggml-stock.a is up to date ($NPM_SPEC)"
