@@ -122,6 +122,15 @@ bool op_can_inplace(Op op) {
   }
 }
 
+OpSet default_inplace_ops() {
+  static const OpSet ops = [] {
+    OpSet set;
+    for (std::size_t i = 0; i < set.size(); ++i) set[i] = op_can_inplace(static_cast<Op>(i));
+    return set;
+  }();
+  return ops;
+}
+
 std::array<Bytes, kMaxDims> contiguous_strides(DataType type,
                                                const std::array<std::int64_t, kMaxDims>& ne) {
   const auto traits = data_type_traits(type).value_or(DataTypeTraits{"", 1, 1});

@@ -414,7 +414,7 @@ GraphFile read(std::string_view text) {
          std::to_string(kGraphFormatVersion) + ")");
   }
   check_keys(root, {"format", "version", "buffer_types", "buffers", "tensors", "nodes", "leafs",
-                    "node_buffer_ids", "leaf_buffer_ids"},
+                    "node_buffer_ids", "leaf_buffer_ids", "inplace_ops"},
              "graph file");
 
   GraphFile file;
@@ -436,6 +436,17 @@ GraphFile read(std::string_view text) {
       read_buffer_ids(root, "node_buffer_ids", file.graph.nodes.size(), "nodes", n_buffers);
   file.leaf_buffer_ids =
       read_buffer_ids(root, "leaf_buffer_ids", file.graph.leafs.size(), "leafs", n_buffers);
+  if (const json* ops = optional_field(root, "inplace_ops")) {
+    as_array(*ops, "graph file", "field 'inplace_ops'");
+    file.graph.inplace_ops.reset();
+    for (std::size_t i = 0; i < ops->size(); ++i) {
+      const std::string where = "graph file: inplace_ops[" + std::to_string(i) + "]";
+      const std::string& name = as_string((*ops)[i], where, "the entry");
+      const auto op = op_from_name(name);
+      if (!op) fail(where + ": unknown op '" + name + "'");
+      file.graph.inplace_ops.set(static_cast<std::size_t>(*op));
+    }
+  }
   return file;
 }
 
@@ -576,6 +587,16 @@ std::string write_graph_json(const GraphFile& file) {
   out += "  \"leafs\": " + number_list(file.graph.leafs);
   if (!file.node_buffer_ids.empty()) out += ",\n  \"node_buffer_ids\": " + number_list(file.node_buffer_ids);
   if (!file.leaf_buffer_ids.empty()) out += ",\n  \"leaf_buffer_ids\": " + number_list(file.leaf_buffer_ids);
+  if (file.graph.inplace_ops != default_inplace_ops()) {
+    out += ",\n  \"inplace_ops\": [";
+    bool first = true;
+    for (std::size_t i = 0; i < file.graph.inplace_ops.size(); ++i) {
+      if (!file.graph.inplace_ops.test(i)) continue;
+      out += std::string(first ? "" : ", ") + "\"" + std::string(op_name(static_cast<Op>(i))) + "\"";
+      first = false;
+    }
+    out += "]";
+  }
   out += "\n}\n";
   return out;
 }

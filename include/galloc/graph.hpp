@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -84,8 +85,13 @@ enum class Op : std::int32_t {
 [[nodiscard]] std::string_view op_name(Op op);
 [[nodiscard]] std::optional<Op> op_from_name(std::string_view name);
 
-// ggml_op_can_inplace: ops whose output may take over a dying parent's memory.
+// A set of ops, one bit per Op.
+using OpSet = std::bitset<static_cast<std::size_t>(Op::Count)>;
+
+// ggml_op_can_inplace of llama.rn 0.12.9's ggml: the ops whose output may take over a dying
+// parent's memory. Other ggml versions differ (Graph::inplace_ops).
 [[nodiscard]] bool op_can_inplace(Op op);
+[[nodiscard]] OpSet default_inplace_ops();
 
 // Tensor flags, with ggml's bit values.
 enum TensorFlag : std::uint32_t {
@@ -154,6 +160,9 @@ struct Graph {
   std::vector<Tensor> tensors;
   std::vector<TensorId> nodes;  // in execution order
   std::vector<TensorId> leafs;  // tensors with no op that the graph reads
+  // The ops whose result may reuse a dying source's memory, as the ggml that built the graph
+  // decides it (its ggml_op_can_inplace): older ggml reuses fewer ops, newer ones CLAMP too.
+  OpSet inplace_ops = default_inplace_ops();
 
   // A contiguous tensor with no op; not yet part of nodes or leafs.
   [[nodiscard]] Tensor new_tensor(std::string name, DataType type,

@@ -68,6 +68,7 @@ namespace fallback {
 struct Missing {};
 template <typename... Args> Missing ggml_backend_buft_is_meta(Args...);
 template <typename... Args> Missing ggml_backend_meta_alloc_ctx_tensors_from_buft(Args...);
+template <typename... Args> Missing ggml_clamp_inplace(Args...);
 }  // namespace fallback
 
 template <typename T>
@@ -81,6 +82,12 @@ using namespace fallback;  // NOLINT(google-build-using-namespace): the probes a
 // refuses a context tensor larger than the buffer type's max size.
 using TallocrAllocResult = decltype(ggml_tallocr_alloc(nullptr, nullptr));
 inline constexpr bool kOlderGeneration = std::is_void_v<TallocrAllocResult>;
+
+// Newer ggml (whisper.rn 0.7, llama.rn 0.13) computes CLAMP out of place by default, has a
+// ggml_clamp_inplace, and lets ggml-alloc reuse CLAMP's source in place; before, ggml_clamp was
+// itself a view.
+inline constexpr bool kClampReusesSource = kDeclared<decltype(ggml_clamp_inplace(
+    std::declval<ggml_context*>(), std::declval<ggml_tensor*>(), 0.0f, 0.0f))>;
 
 // Meta buffer types (one buffer type over several devices) allocate context tensors
 // themselves.
@@ -177,19 +184,14 @@ bool older_op_can_inplace(ggml_op op) {
 
 // ggml op -> galloc op, by name (the versions number their ops differently). The op only
 // matters to galloc for in-place reuse (and NONE, CPY, SET_ROWS, SET, ACC for views), so an op
-// galloc does not know becomes CUSTOM, which is never reused in place, as in both ggml
-// versions. In the older generation, ops it does not reuse in place but the newer list does
-// become CUSTOM too, so that galloc's liveness walk makes the same decisions.
+// galloc does not know becomes CUSTOM, which is never reused in place, as in every ggml
+// version.
 struct OpTable {
   std::array<galloc::Op, GGML_OP_COUNT> op{};
   OpTable() {
     for (int i = 0; i < GGML_OP_COUNT; ++i) {
       const auto ggml = static_cast<ggml_op>(i);
-      galloc::Op mapped = galloc::op_from_name(ggml_op_name(ggml)).value_or(galloc::Op::Custom);
-      if (kOlderGeneration && galloc::op_can_inplace(mapped) && !older_op_can_inplace(ggml)) {
-        mapped = galloc::Op::Custom;
-      }
-      op[static_cast<std::size_t>(i)] = mapped;
+      op[static_cast<std::size_t>(i)] = galloc::op_from_name(ggml_op_name(ggml)).value_or(galloc::Op::Custom);
     }
   }
 };
@@ -198,6 +200,20 @@ galloc::Op op_of(ggml_op op) {
   static const OpTable table;
   if (op < 0 || op >= GGML_OP_COUNT) return galloc::Op::Custom;
   return table.op[static_cast<std::size_t>(op)];
+}
+
+// The ops this ggml's ggml-alloc.c reuses in place, for every graph the drop-in converts.
+galloc::OpSet this_ggml_inplace_ops() {
+  galloc::OpSet ops = galloc::default_inplace_ops();
+  if (kOlderGeneration) {
+    ops.reset();
+    for (int i = 0; i < GGML_OP_COUNT; ++i) {
+      const auto ggml = static_cast<ggml_op>(i);
+      if (older_op_can_inplace(ggml) && op_of(ggml) != galloc::Op::Custom) ops.set(static_cast<std::size_t>(op_of(ggml)));
+    }
+  }
+  if (kClampReusesSource) ops.set(static_cast<std::size_t>(galloc::Op::Clamp));
+  return ops;
 }
 
 // ggml type -> galloc type. galloc's DataType has ggml's numeric values; a type galloc does
@@ -286,6 +302,11 @@ class TensorIds {
 
 // A galloc graph and, per galloc tensor id, the ggml tensor it stands for.
 struct Converted {
+  Converted() {
+    static const galloc::OpSet inplace = this_ggml_inplace_ops();
+    graph.inplace_ops = inplace;
+  }
+
   galloc::Graph graph;
   std::vector<ggml_tensor*> ggml;
   TensorIds ids;
@@ -1054,6 +1075,9 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(struct ggml_context* ctx, g
 
 // ggml-impl.h (current ggml): true if the operation can reuse memory from its sources. Older
 // ggml keeps it to ggml-alloc.c; defining it there adds an unused symbol.
-bool ggml_op_can_inplace(enum ggml_op op) { return galloc::op_can_inplace(op_of(op)); }
+bool ggml_op_can_inplace(enum ggml_op op) {
+  static const galloc::OpSet inplace = this_ggml_inplace_ops();
+  return op >= 0 && op < GGML_OP_COUNT && inplace.test(static_cast<std::size_t>(op_of(op)));
+}
 
 }  // extern "C"

@@ -177,7 +177,10 @@ TEST(GraphJson, DocumentedErrorMessages) {
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
                         "tensors": [], "nodes": [], "leafs": [], "extra": 1})"),
             "graph file: unknown field 'extra' (known: format, version, buffer_types, buffers, tensors, "
-            "nodes, leafs, node_buffer_ids, leaf_buffer_ids)");
+            "nodes, leafs, node_buffer_ids, leaf_buffer_ids, inplace_ops)");
+  EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
+                        "tensors": [], "nodes": [], "leafs": [], "inplace_ops": ["ADD", "ADDD"]})"),
+            "graph file: inplace_ops[1]: unknown op 'ADDD'");
   EXPECT_EQ(error_of("{\"format\": \"galloc-graph\", "),
             "not valid JSON: parse error at line 1, column 28: syntax error while parsing object key - "
             "unexpected end of input; expected string literal");
@@ -337,6 +340,25 @@ TEST(GraphJson, RoundTripGivesTheSameGraphAndTheSamePlans) {
       }
     }
   }
+}
+
+// A graph whose in-place ops are not the default list carries them in the file; a default
+// one writes no field.
+TEST(GraphJson, InplaceOpsRoundTrip) {
+  GraphFile file;
+  file.buffer_types.push_back({"CPU", 32, kUnlimited});
+  const TensorId x = file.graph.add_leaf(file.graph.new_tensor("x", DataType::F32, {8}));
+  file.graph.add_node(file.graph.new_op("y", Op::Clamp, DataType::F32, {8}, {x}));
+  EXPECT_EQ(write_graph_json(file).find("inplace_ops"), std::string::npos);
+
+  file.graph.inplace_ops.reset();
+  file.graph.inplace_ops.set(static_cast<std::size_t>(Op::Add));
+  file.graph.inplace_ops.set(static_cast<std::size_t>(Op::Clamp));
+  const std::string text = write_graph_json(file);
+  EXPECT_NE(text.find(R"("inplace_ops": ["ADD", "CLAMP"])"), std::string::npos) << text;
+  auto loaded = read_graph_json(text);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->graph.inplace_ops, file.graph.inplace_ops);
 }
 
 TEST(GraphJson, WriteAndReadAFile) {

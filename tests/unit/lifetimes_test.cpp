@@ -44,6 +44,25 @@ TEST_F(LifetimesTest, InplaceChainSharesOneStorage) {
   EXPECT_EQ(live_lower_bound(l)[0], 128u);
 }
 
+// The graph's in-place set decides which ops may take over a source: an older ggml's list
+// without SCALE, a newer one's with CLAMP.
+//   x ──scale──> a ──clamp──> out
+TEST_F(LifetimesTest, TheGraphsInplaceOpsDecide) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Scale, 16, {x});
+  const TensorId out = node("out", Op::Clamp, 16, {a});
+  g_[out].flags |= kFlagOutput;
+  const Lifetimes by_default = analyze();
+  EXPECT_EQ(storage_of(by_default, x), storage_of(by_default, a));
+  EXPECT_NE(storage_of(by_default, a), storage_of(by_default, out));
+
+  g_.inplace_ops.reset(static_cast<std::size_t>(Op::Scale));
+  g_.inplace_ops.set(static_cast<std::size_t>(Op::Clamp));
+  const Lifetimes changed = analyze();
+  EXPECT_NE(storage_of(changed, x), storage_of(changed, a));
+  EXPECT_EQ(storage_of(changed, a), storage_of(changed, out));
+}
+
 // A parent with two children, an output parent, or a different layout is not reused.
 TEST_F(LifetimesTest, NoInplaceForSharedOutputOrOtherLayout) {
   const TensorId x = input("x", 16);
