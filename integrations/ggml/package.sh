@@ -41,7 +41,7 @@ fetch_tarball() {
 
 # The prefix the prepared ggml sources carry: the package's as shipped, none when renamed.
 shipped_prefix() {
-    [[ $AS_SHIPPED == 1 ]] && sed -n 's/^prefix=//p' "$PREPARED"
+    [[ $AS_SHIPPED == 1 && -f $PREPARED ]] && sed -n 's/^prefix=//p' "$PREPARED"
     return 0
 }
 
