@@ -96,6 +96,29 @@ unsupported() {
     echo "ok: $spec is refused with one error: $(grep -o 'galloc: [^"]*' "$out/compile.log" | head -n1 | cut -c1-100)..."
 }
 
+# inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for
+# every op are stock's (whisper.rn 0.7 and llama.rn 0.13 add CLAMP, for one)
+inplace_check() {
+    local spec=$1 out=$2 dir=$2/inplace
+    grep -q 'ggml_op_can_inplace' "$out/include/internal/ggml-impl.h" 2>/dev/null || return 2
+    mkdir -p "$dir"
+    (
+        NPM_SPEC=$spec
+        # shellcheck source=../../integrations/ggml/package.sh
+        source "$ROOT/integrations/ggml/package.sh"
+        package_rename "$ROOT/tests/amalgamation/inplace_ops.c" "$dir/inplace_ops.c"
+        for kind in stock galloc; do
+            clang -std=c11 -O1 -I "$out/include" -isystem "$out/include/internal" "$dir/inplace_ops.c" \
+                "$out/libggml-$kind.a" -lstdc++ -lpthread -lm -ldl -o "$dir/inplace_ops_$kind" || exit 1
+            "$dir/inplace_ops_$kind" >"$dir/$kind.txt" || exit 1
+        done
+    ) >"$dir.log" 2>&1 || { tail -n 10 "$dir.log"; return 1; }
+    if ! diff "$dir/stock.txt" "$dir/galloc.txt" >"$dir/diff.txt"; then
+        echo "$spec: ggml_op_can_inplace differs from stock:"; head -n 10 "$dir/diff.txt"; return 1
+    fi
+    echo "ok: $spec: ggml_op_can_inplace as stock for all $(wc -l <"$dir/stock.txt") ops ($(grep -c ' 1$' "$dir/stock.txt") in place)"
+}
+
 passed=0 failed=0
 whisper_dir="" llama_dir=""
 for spec in "$@"; do
@@ -124,6 +147,13 @@ for spec in "$@"; do
     else
         echo "FAIL: $spec: the client"; failed=$((failed + 1))
     fi
+    rc=0
+    inplace_check "$spec" "$out" || rc=$?
+    case $rc in
+        0) passed=$((passed + 1)) ;;
+        2) ;;   # this ggml keeps the list to ggml-alloc.c: nothing to compare
+        *) echo "FAIL: $spec: ggml_op_can_inplace"; failed=$((failed + 1)) ;;
+    esac
 done
 
 # Two renamed copies in one program: each package's smoke test under its own name.
