@@ -35,7 +35,11 @@ struct BufferTypeDesc {
   Bytes alignment = 1;            // a power of two
   Bytes max_size = kUnlimited;    // "max_size" absent in the file: unlimited
   Bytes alloc_padding = 0;        // added to every non-empty tensor's alloc size
-  friend bool operator==(const BufferTypeDesc&, const BufferTypeDesc&) = default;
+  friend bool operator==(const BufferTypeDesc& a, const BufferTypeDesc& b) {
+    return a.name == b.name && a.alignment == b.alignment && a.max_size == b.max_size &&
+           a.alloc_padding == b.alloc_padding;
+  }
+  friend bool operator!=(const BufferTypeDesc& a, const BufferTypeDesc& b) { return !(a == b); }
 };
 
 struct GraphFile {

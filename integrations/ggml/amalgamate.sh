@@ -5,14 +5,18 @@
 # C++20, and gives every galloc symbol internal linkage, so that two copies renamed by two
 # packages (lm_ggml_, wsp_ggml_) link into one program without clashing.
 #
-# usage: amalgamate.sh OUT_FILE
+# usage: amalgamate.sh [--with-dump] OUT_FILE
+#   --with-dump  also galloc's graph file code, so that GALLOC_DUMP=DIR writes every reserved
+#                graph as a galloc graph file; the file then also includes nlohmann/json.hpp
 set -euo pipefail
 
 SCRIPT_DIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 ROOT=$(readlink -f "$SCRIPT_DIR/../..")
 
 die() { echo "amalgamate: error: $*" >&2; exit 1; }
-[[ $# -eq 1 ]] || die "usage: $0 OUT_FILE"
+WITH_DUMP=0
+if [[ ${1-} == --with-dump ]]; then WITH_DUMP=1; shift; fi
+[[ $# -eq 1 && $1 != -* ]] || die "usage: $0 [--with-dump] OUT_FILE"
 OUT=$1
 
 # Headers in dependency order: each comes after everything it includes.
@@ -38,6 +42,10 @@ HEADERS=(
 mapfile -t SOURCES < <(sed -n '/^set(GALLOC_CORE_SOURCES/,/)/p' "$ROOT/CMakeLists.txt" \
     | grep -oE 'src/[A-Za-z0-9_/]+\.cpp' | grep -v '^src/c_api\.cpp$')
 [[ ${#SOURCES[@]} -gt 0 ]] || die "no GALLOC_CORE_SOURCES in $ROOT/CMakeLists.txt"
+if [[ $WITH_DUMP == 1 ]]; then
+    HEADERS+=(include/galloc/graph_json.hpp)
+    SOURCES+=(src/graph_json.cpp)
+fi
 DROPIN=integrations/ggml/ggml-alloc.cpp
 
 for f in "${HEADERS[@]}" "${SOURCES[@]}" "$DROPIN" LICENSE; do
@@ -48,8 +56,8 @@ done
 for f in "${HEADERS[@]}" "${SOURCES[@]}" "$DROPIN"; do
     while IFS= read -r inc; do
         # ggml's own; the graph file, which the drop-in includes only with GALLOC_DROPIN_JSON
-        # and when __has_include finds it, which it does not beside this one file
-        case $inc in ggml*.h | galloc/graph_json.hpp) continue ;; esac
+        # (--with-dump)
+        case $inc in ggml*.h) continue ;; galloc/graph_json.hpp) [[ $WITH_DUMP == 0 ]] && continue ;; esac
         found=0
         for h in "${HEADERS[@]}"; do
             [[ $h == "include/$inc" || $h == */"$inc" ]] && found=1
@@ -126,6 +134,7 @@ $(sed 's|^|//   |; s|[[:space:]]*$||' "$ROOT/LICENSE")
 
 #define GALLOC_NO_TARGET_CLONES 1
 #define GALLOC_REVISION "$commit$dirty"
+$([[ $WITH_DUMP == 1 ]] && echo '#define GALLOC_DROPIN_JSON 1  // --with-dump: GALLOC_DUMP=DIR works')
 
 EOF
     # then the standard library: unconditional includes once each, conditional ones as written
@@ -166,5 +175,11 @@ EOF
     echo "#pragma GCC diagnostic pop"
     echo "#endif"
 } >"$tmp"
-mv "$tmp" "$OUT"
-echo "amalgamate: wrote $OUT ($(wc -l <"$OUT") lines, galloc $commit$dirty)"
+# an unchanged file keeps its time stamp, so that builds using it do not compile it again
+if cmp -s "$tmp" "$OUT"; then
+    rm -f "$tmp"
+    echo "amalgamate: $OUT is up to date (galloc $commit$dirty)"
+else
+    mv "$tmp" "$OUT"
+    echo "amalgamate: wrote $OUT ($(wc -l <"$OUT") lines, galloc $commit$dirty)"
+fi

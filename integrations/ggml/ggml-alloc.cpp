@@ -39,12 +39,12 @@
 #include "galloc/placement.hpp"
 #include "galloc/status.hpp"
 
-// build.sh defines GALLOC_DROPIN_JSON when galloc's sources implement the graph file.
-#if defined(GALLOC_DROPIN_JSON) && __has_include("galloc/graph_json.hpp")
+// GALLOC_DROPIN_JSON: galloc's graph file code is compiled in, for GALLOC_DUMP (build.sh
+// defines it when galloc's sources have it; amalgamate.sh --with-dump in the file it writes).
+#ifdef GALLOC_DROPIN_JSON
 #include <cstdio>
 #include <filesystem>
 #include "galloc/graph_json.hpp"
-#define GALLOC_DROPIN_HAVE_JSON 1
 #endif
 
 // amalgamate.sh defines the commit the one-file drop-in was made from.
@@ -646,7 +646,7 @@ galloc::BufferAssignment assignment_of(const ggml_cgraph* graph, const int* node
 // max size; a device's per-tensor alloc size cannot be written down, so the file assumes none.
 void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const char* function) {
   if (galloc->dump_dir.empty()) return;
-#ifdef GALLOC_DROPIN_HAVE_JSON
+#ifdef GALLOC_DROPIN_JSON
   galloc::GraphFile file;
   file.graph = galloc->current.graph;
   for (const auto& type : galloc->types) {
