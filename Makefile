@@ -31,10 +31,11 @@ deps:
 	@# command is checked.
 	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
 
-# Stock ggml (core + CPU backend) from the npm registry, built once into $(GGML_CACHE).
+# Stock ggml (core + CPU backend) from the npm registry, built once into $(GGML_CACHE). The
+# drop-in variant is built by the CMake build, from the one-file drop-in (tests/dropin).
 ggml: deps
-	@integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_UPSTREAM)
-	@integrations/ggml/build.sh $(SEED_SPEC) $(GGML_SEED)
+	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_UPSTREAM)
+	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(SEED_SPEC) $(GGML_SEED)
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
