@@ -6,8 +6,8 @@
 # Then the package's real client, whisper.cpp or llama.cpp, built from the same prefixed
 # sources, runs the drop-in tests' client (tests/dropin/*_client.cpp, renamed like an app's
 # code) on stock and on galloc (compare.cmake: outputs bit-identical, buffers equal with
-# GALLOC_STRATEGY=ggml and no larger with best). Last, a whisper.rn and a llama.rn build link
-# into one program and both run in it.
+# GALLOC_STRATEGY=ggml and no larger with best). Last, whisper.rn's whisper.cpp and llama.rn's
+# llama.cpp, with their renamed drop-ins, link into one program and both clients run in it.
 #
 # A spec written unsupported:NAME@VERSION is a ggml the drop-in does not implement: compiled
 # there, the renamed file must stop at one error that says so, not hundreds.
@@ -134,16 +134,24 @@ for spec in "$@"; do
             "$ROOT/integrations/ggml/build.sh" "$spec" "$out" >"$OUT_ROOT/build-${spec//@/-}.log" 2>&1; then
         echo "ok: $spec: $(grep 'smoke test (galloc)' "$OUT_ROOT/build-${spec//@/-}.log")"
         passed=$((passed + 1))
-        case $spec in
-            whisper.rn@*) [[ -n $whisper_dir ]] || whisper_dir=$out ;;
-            llama.rn@*)   [[ -n $llama_dir ]] || llama_dir=$out ;;
-        esac
+        # the iOS builds of the newer packages use C++20: the same renamed file, as C++20
+        if clang++ ${flags/-std=c++17/-std=c++20} -DNDEBUG -I "$out/include" -I "$out/include/internal" \
+                -c "$out/ggml-alloc.renamed.cpp" -o "$out/ggml-alloc.cxx20.o" >"$out/cxx20.log" 2>&1; then
+            echo "ok: $spec: the renamed file also builds as C++20"; passed=$((passed + 1))
+        else
+            echo "FAIL: $spec: as C++20"; head -n 20 "$out/cxx20.log"; failed=$((failed + 1))
+        fi
     else
         echo "FAIL: $spec"; tail -n 20 "$OUT_ROOT/build-${spec//@/-}.log"; failed=$((failed + 1))
         continue
     fi
     if client "$spec" "$out"; then
         passed=$((passed + 1))
+        prepared=$(NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; echo "$PREPARED")
+        case $spec in
+            whisper.rn@*) [[ -n $whisper_dir ]] || { whisper_dir=$out; PREPARED_OF_WHISPER=$prepared; } ;;
+            llama.rn@*)   [[ -n $llama_dir ]] || { llama_dir=$out; PREPARED_OF_LLAMA=$prepared; } ;;
+        esac
     else
         echo "FAIL: $spec: the client"; failed=$((failed + 1))
     fi
@@ -156,26 +164,54 @@ for spec in "$@"; do
     esac
 done
 
-# Two renamed copies in one program: each package's smoke test under its own name.
-if [[ -n $whisper_dir && -n $llama_dir ]]; then
-    two=$OUT_ROOT/two-packages
-    mkdir -p "$two"
-    printf '%s\n' 'int smoke_whisper(void);' 'int smoke_llama(void);' \
-        'int main(void) { int a = smoke_whisper(); int b = smoke_llama(); return a != 0 || b != 0; }' >"$two/main.c"
-    if clang -std=c11 -O1 -c "$whisper_dir/smoke_test.c" -I "$whisper_dir/include" -Dmain=smoke_whisper -o "$two/whisper.o" &&
-       clang -std=c11 -O1 -c "$llama_dir/smoke_test.c" -I "$llama_dir/include" -Dmain=smoke_llama -o "$two/llama.o" &&
-       clang -std=c11 -c "$two/main.c" -o "$two/main.o" &&
-       clang++ "$two/main.o" "$two/whisper.o" "$two/llama.o" "$whisper_dir/libggml-galloc.a" "$llama_dir/libggml-galloc.a" \
-           -lpthread -lm -ldl -o "$two/two-packages" >"$two/link.log" 2>&1 &&
-       "$two/two-packages" >"$two/run.log" 2>&1 && [[ $(grep -c '^ok:' "$two/run.log") -eq 2 ]]; then
-        echo "ok: $(basename "$whisper_dir") and $(basename "$llama_dir") in one program"
-        passed=$((passed + 1))
-    else
-        echo "FAIL: two packages in one program"; cat "$two/link.log" "$two/run.log" 2>/dev/null | tail -n 20
-        failed=$((failed + 1))
+# Two renamed copies in one program: whisper.rn's whisper.cpp and llama.rn's llama.cpp, each
+# with its own renamed drop-in, run one after the other in one process; each client must
+# report what it reported alone on galloc (compare.cmake's best run).
+two_clients() {
+    local two=$OUT_ROOT/two-packages w=$whisper_dir l=$llama_dir
+    rm -rf "$two" && mkdir -p "$two"
+    printf '%s\n' 'int whisper_main(int argc, char** argv);' 'int llama_main(int argc, char** argv);' \
+        'int main(int argc, char** argv) {' \
+        '  if (argc != 3) return 2;' \
+        '  char* w[] = {argv[0], argv[1], 0};' \
+        '  char* l[] = {argv[0], argv[2], 0};' \
+        '  return whisper_main(2, w) != 0 || llama_main(2, l) != 0;' \
+        '}' >"$two/main.cpp"
+    # the clients' -Wl,--wrap= names, with each package's prefix
+    local -a wraps=()
+    local w_prefix l_prefix f
+    w_prefix=$(sed -n 's/^prefix=//p' "$PREPARED_OF_WHISPER")
+    l_prefix=$(sed -n 's/^prefix=//p' "$PREPARED_OF_LLAMA")
+    for f in ggml_backend_sched_graph_compute ggml_backend_sched_get_buffer_size \
+             ggml_backend_alloc_ctx_tensors ggml_backend_alloc_ctx_tensors_from_buft; do
+        wraps+=("-Wl,--wrap=${w_prefix:+${w_prefix}_}$f")
+    done
+    wraps+=("-Wl,--wrap=${l_prefix:+${l_prefix}_}ggml_backend_sched_get_buffer_size")
+    {
+        clang++ -std=c++17 -O1 -c -I"$w/client" -isystem "$w/whisper/include" -isystem "$w/include" \
+            "$w/client/whisper_client.cpp" -Dmain=whisper_main -o "$two/whisper_client.o" &&
+        clang++ -std=c++17 -O1 -c -I"$l/client" -isystem "$l/llama/include" -isystem "$l/include" \
+            "$l/client/llama_client.cpp" -Dmain=llama_main -o "$two/llama_client.o" &&
+        clang++ -std=c++17 -c "$two/main.cpp" -o "$two/main.o" &&
+        clang++ "$two/main.o" "$two/whisper_client.o" "$two/llama_client.o" \
+            "$w/whisper/libwhisper.a" "$w/libggml-galloc.a" "$l/llama/libllama.a" "$l/libggml-galloc.a" \
+            -lpthread -lm -ldl "${wraps[@]}" -o "$two/two-packages"
+    } >"$two/build.log" 2>&1 || { tail -n 20 "$two/build.log"; return 1; }
+    "$two/two-packages" "$two/tiny-whisper.bin" "$two/tiny-llama.gguf" >"$two/run.txt" 2>"$two/run.err" \
+        || { tail -n 20 "$two/run.err"; return 1; }
+    # the reports (exact results and sizes) of each client alone, one after the other
+    grep -hE '^(exact|size) ' "$w/client/run/best.txt" "$l/client/run/best.txt" >"$two/alone.txt"
+    grep -E '^(exact|size) ' "$two/run.txt" >"$two/together.txt"
+    if ! diff "$two/alone.txt" "$two/together.txt" >"$two/diff.txt" || [[ ! -s $two/alone.txt ]]; then
+        echo "the clients report differently in one program:"; head -n 10 "$two/diff.txt"; return 1
     fi
+    echo "ok: $(basename "$w")'s whisper.cpp and $(basename "$l")'s llama.cpp in one program: $(wc -l <"$two/together.txt") reports as alone"
+}
+
+if [[ -n $whisper_dir && -n $llama_dir ]]; then
+    if two_clients; then passed=$((passed + 1)); else echo "FAIL: two packages in one program"; failed=$((failed + 1)); fi
 else
-    echo "FAIL: the two-package program needs a whisper.rn and a llama.rn spec that build"
+    echo "FAIL: the two-package program needs a whisper.rn and a llama.rn spec whose clients run"
     failed=$((failed + 1))
 fi
 echo "$passed passed, $failed failed"
