@@ -35,13 +35,11 @@ constexpr std::array<PlacementFunction, 6> kCandidatesAfterGgml{
     [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kLowestOffset}); },
 };
 
-// Which of the first two goes first is a matter of cost: up to this size they swap. On the
-// zoo (x86-64 with AVX2) lowest-offset-first takes 0.32-1.03x greedy's time up to 329 storage
-// objects (but 1.3x, 0.3 us more, on whisper-base-cross's 12) and 0.95-1.4x from 340 on
-// (0.8x on the UNets). Up to this size, trying it first costs little on the graphs where
-// greedy would have been enough and saves greedy's attempt on those where it falls short
-// (training-llama-2l, ResNet-50, ViT-B/16, gpt2-small-tg1: 107 to 236 objects); above it,
-// greedy's attempt, cheaper on most of those graphs, goes first.
+// Which of the first two goes first is a matter of cost: up to this size they swap. On small
+// graphs lowest-offset-first costs about what greedy does, so trying it first costs little
+// where greedy would have been enough and saves greedy's attempt where it falls short
+// (training-llama-2l, ResNet-50, ViT-B/16, gpt2-small-tg1); above it, greedy, cheaper on most
+// large graphs, goes first. docs/PERFORMANCE.md has the measured costs.
 constexpr std::size_t kLowestOffsetFirstUpTo = 336;
 
 // ggml, then the candidates until every allocator is at its lower bound.
@@ -140,8 +138,8 @@ Bytes chunks_total(const std::vector<Bytes>& chunk_sizes) {
 }
 
 std::vector<std::vector<StorageId>> storages_by_allocator(const Lifetimes& lifetimes) {
-  // Counted first, so that each list is allocated once: reserving its lists took
-  // lowest-offset-first on training-mlp's 17 objects from 2.8 to 1.9 us.
+  // Counted first, so that each list is allocated once: on small graphs the allocations were
+  // a visible part of a strategy's time (docs/PERFORMANCE.md).
   std::vector<std::size_t> count(lifetimes.allocators.size(), 0);
   for (const StorageObject& object : lifetimes.storages) ++count[static_cast<std::size_t>(object.allocator)];
   std::vector<std::vector<StorageId>> ids(count.size());

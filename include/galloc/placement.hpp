@@ -81,8 +81,8 @@ struct PlacementOptions {
 // Objects in non-decreasing offset order, each at the lowest offset above the placed objects
 // it is live with; among equals, the one live at the busiest step first, then by `order`:
 // the exact search's first descent without its backtracking
-// (src/strategies/lowest_offset_first.cpp). On the zoo it takes 0.32-1.4x the time of one
-// greedy variant; with kBusiestThenArea it reaches the live lower bound on every zoo graph.
+// (src/strategies/lowest_offset_first.cpp). It costs about as much as one greedy variant;
+// with kBusiestThenArea it reaches the live lower bound on every zoo graph.
 enum class LowestOffsetOrder {
   kBusiestThenArea,      // then the larger size x lifetime, then the longer (MiniMalloc's TAW)
   kBusiestThenLifetime,  // then the longer lifetime, then the larger area (TWA)
@@ -91,7 +91,7 @@ struct LowestOffsetOptions {
   LowestOffsetOrder order = LowestOffsetOrder::kBusiestThenArea;
   // Up to this many objects in a chunk, every waiting object's lowest offset is kept up to
   // date and scanned in vector code after each placement (quadratic, but cheaper than the
-  // heap on every zoo graph but the smallest, up to 867 objects); above it, a lazy heap over
+  // heap on all but the smallest zoo graphs); above it, a lazy heap over
   // a skyline tree looks again only at objects that reach its top. Same placement either
   // way; only the cost differs (tests set it to compare the two).
   std::size_t scan_up_to = 1024;
