@@ -79,6 +79,7 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
 
   reserved_nodes_ = graph.nodes;
   reserved_leafs_ = graph.leafs;
+  reserved_inplace_ops_ = graph.inplace_ops;
   // A slot for every tensor the walk reads (leafs, nodes and their sources), in id order so
   // that alloc goes through the tensors front to back, once.
   seen_.assign(graph.tensors.size(), 0);
@@ -119,7 +120,7 @@ Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph,
 bool GraphAllocator::needs_reserve(const Graph& graph) const {
   if (!plan_) return true;
   if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
-      graph.leafs != reserved_leafs_) {
+      graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_) {
     return true;
   }
   // The same lists, so every id below is one the reserve validated, and the same tensors are

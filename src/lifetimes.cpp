@@ -260,7 +260,7 @@ class LivenessWalk {
     state.bits |= kOwned;
     const Tensor& tensor = graph_[id];
 
-    if (graph_.inplace_ops.test(static_cast<std::size_t>(tensor.op))) {
+    if (graph_.inplace_ops[static_cast<std::size_t>(tensor.op)]) {  // op checked by validate_graph
       for (std::uint32_t mask = detail::source_mask(tensor); mask != 0; mask &= mask - 1) {
         const TensorId src = tensor.src[static_cast<std::size_t>(detail::lowest_set_bit(mask))];
         TensorState& parent_state = state_[src];

@@ -94,6 +94,7 @@ class GraphAllocator {
   // (llama.cpp issue 28448: same sizes, other sources) is caught by comparing field by field.
   std::vector<TensorId> reserved_nodes_;
   std::vector<TensorId> reserved_leafs_;
+  OpSet reserved_inplace_ops_;            // other in-place rules give other lifetimes
   std::vector<ReplaySlot> slots_;         // in tensor id order
   std::vector<NodeShape> node_shapes_;    // per node, in tensor id order
   std::vector<std::uint8_t> seen_;        // record_replay's scratch, per tensor

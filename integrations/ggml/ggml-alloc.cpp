@@ -203,7 +203,7 @@ galloc::Op op_of(ggml_op op) {
 }
 
 // The ops this ggml's ggml-alloc.c reuses in place, for every graph the drop-in converts.
-galloc::OpSet this_ggml_inplace_ops() {
+galloc::OpSet make_inplace_ops() {
   galloc::OpSet ops = galloc::default_inplace_ops();
   if (kOlderGeneration) {
     ops.reset();
@@ -213,6 +213,11 @@ galloc::OpSet this_ggml_inplace_ops() {
     }
   }
   if (kClampReusesSource) ops.set(static_cast<std::size_t>(galloc::Op::Clamp));
+  return ops;
+}
+
+const galloc::OpSet& this_ggml_inplace_ops() {
+  static const galloc::OpSet ops = make_inplace_ops();
   return ops;
 }
 
@@ -302,10 +307,7 @@ class TensorIds {
 
 // A galloc graph and, per galloc tensor id, the ggml tensor it stands for.
 struct Converted {
-  Converted() {
-    static const galloc::OpSet inplace = this_ggml_inplace_ops();
-    graph.inplace_ops = inplace;
-  }
+  Converted() { graph.inplace_ops = this_ggml_inplace_ops(); }
 
   galloc::Graph graph;
   std::vector<ggml_tensor*> ggml;
@@ -1076,8 +1078,7 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(struct ggml_context* ctx, g
 // ggml-impl.h (current ggml): true if the operation can reuse memory from its sources. Older
 // ggml keeps it to ggml-alloc.c; defining it there adds an unused symbol.
 bool ggml_op_can_inplace(enum ggml_op op) {
-  static const galloc::OpSet inplace = this_ggml_inplace_ops();
-  return op >= 0 && op < GGML_OP_COUNT && inplace.test(static_cast<std::size_t>(op_of(op)));
+  return op >= 0 && op < GGML_OP_COUNT && this_ggml_inplace_ops()[static_cast<std::size_t>(op_of(op))];
 }
 
 }  // extern "C"

@@ -260,6 +260,11 @@ TEST(GraphAllocator, NeedsReserve) {
   flagged.builder.set_output(flagged.b);
   EXPECT_TRUE(allocator.needs_reserve(flagged.graph()));
 
+  // The same graph under other in-place rules (another ggml's ggml_op_can_inplace).
+  TestGraph other_rules = make_graph(16);
+  other_rules.graph().inplace_ops.reset();
+  EXPECT_TRUE(allocator.needs_reserve(other_rules.graph()));
+
   // A tensor that gains existing memory needs no slot; one that loses it needs one.
   TestGraph external = make_graph(16);
   external.graph()[external.x].has_memory = true;
