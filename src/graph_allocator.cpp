@@ -75,6 +75,7 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
     first_chunk_.push_back(chunk_count);
     chunk_count += static_cast<std::uint32_t>(chunks.size());
   }
+  chunk_buffers_.assign(chunk_count, nullptr);
   chunk_bases_.assign(chunk_count, nullptr);
 
   reserved_nodes_ = graph.nodes;
@@ -85,11 +86,13 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   seen_.assign(graph.tensors.size(), 0);
   for (TensorId id : graph.nodes) seen_[static_cast<std::size_t>(id)] = 1;
   slots_.clear();
+  slot_of_.assign(graph.tensors.size(), -1);
   node_shapes_.clear();
   for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
     if (!lifetimes.tensor_read[t]) continue;
     const Tensor& tensor = graph.tensors[t];
     const TensorPlacement& placement = plan_->tensors[t];
+    slot_of_[t] = static_cast<std::int32_t>(slots_.size());
     ReplaySlot& slot = slots_.emplace_back();
     slot.id = static_cast<TensorId>(t);
     slot.view_src = tensor.view_src;
@@ -141,7 +144,37 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
   return false;
 }
 
+namespace {
+
+// GraphAllocator::alloc(graph): the addresses go to Tensor::data.
+class WriteTensorData final : public AllocSink {
+ public:
+  explicit WriteTensorData(Graph& graph) : graph_(graph) {}
+  Status place(TensorId id, const TensorAddress* address) override {
+    if (address != nullptr) graph_[id].data = address->data;
+    return Status::ok();
+  }
+
+ private:
+  Graph& graph_;
+};
+
+}  // namespace
+
 Status GraphAllocator::alloc(Graph& graph) {
+  WriteTensorData sink(graph);
+  GALLOC_RETURN_IF_ERROR(alloc(graph, sink));
+  // Views take their source's address plus their offset. Those outside the lists may name
+  // anything as their view source (the reserve did not read them), so check before following.
+  for (Tensor& tensor : graph.tensors) {
+    if (!tensor.is_view() || tensor.has_memory || !graph.contains(tensor.view_src)) continue;
+    const Tensor& source = graph[tensor.view_src];
+    tensor.data = source.data == nullptr ? nullptr : static_cast<std::byte*>(source.data) + tensor.view_offs;
+  }
+  return Status::ok();
+}
+
+Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
   if (needs_reserve(graph)) {
     if (types_.size() != 1) {
       return failed_precondition(
@@ -149,23 +182,33 @@ Status GraphAllocator::alloc(Graph& graph) {
           std::to_string(types_.size()) +
           " buffer ids; call reserve with the node and leaf buffer ids first");
     }
+    GALLOC_RETURN_IF_ERROR(sink.before_reserve(graph));
     GALLOC_RETURN_IF_ERROR(reserve(graph));
   }
   for (std::size_t a = 0; a < buffers_.size(); ++a) {
-    for (std::size_t c = 0; c < buffers_[a].size(); ++c) chunk_bases_[first_chunk_[a] + c] = buffers_[a][c]->base();
+    for (std::size_t c = 0; c < buffers_[a].size(); ++c) {
+      Buffer* chunk = buffers_[a][c].get();
+      chunk->reset();
+      chunk_buffers_[first_chunk_[a] + c] = chunk;
+      chunk_bases_[first_chunk_[a] + c] = chunk->base();
+    }
   }
-  // Only read tensors are planned, and alloc places exactly those.
-  for (const ReplaySlot& slot : slots_) {
-    Tensor& tensor = graph.tensors[static_cast<std::size_t>(slot.id)];
-    if (tensor.has_memory || tensor.is_view() || slot.buffer < 0) continue;
-    tensor.data = chunk_bases_[slot.chunk] + slot.offset;
-  }
-  for (Tensor& tensor : graph.tensors) {
-    // A tensor outside the lists may name anything as its view source (the reserve did not
-    // read it), so check before following it.
-    if (!tensor.is_view() || tensor.has_memory || !graph.contains(tensor.view_src)) continue;
-    const Tensor& source = graph[tensor.view_src];
-    tensor.data = source.data == nullptr ? nullptr : static_cast<std::byte*>(source.data) + tensor.view_offs;
+  // needs_reserve has checked every id in the lists and their sources against the reservation.
+  const auto place = [&](TensorId id) {
+    const std::int32_t s = slot_of_[static_cast<std::size_t>(id)];
+    const Tensor& tensor = graph[id];
+    if (s < 0 || tensor.has_memory || tensor.is_view()) return sink.place(id, nullptr);
+    const ReplaySlot& slot = slots_[static_cast<std::size_t>(s)];
+    if (slot.buffer < 0) return sink.place(id, nullptr);
+    const TensorAddress address{slot.buffer, chunk_buffers_[slot.chunk], chunk_bases_[slot.chunk] + slot.offset};
+    return sink.place(id, &address);
+  };
+  for (TensorId leaf : graph.leafs) GALLOC_RETURN_IF_ERROR(place(leaf));
+  for (TensorId node : graph.nodes) {
+    for (TensorId src : graph[node].src) {
+      if (src != kNoTensor) GALLOC_RETURN_IF_ERROR(place(src));
+    }
+    GALLOC_RETURN_IF_ERROR(place(node));
   }
   return Status::ok();
 }

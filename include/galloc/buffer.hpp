@@ -23,6 +23,9 @@ class Buffer {
   [[nodiscard]] virtual std::byte* base() = 0;  // may be a fake address for planning-only types
   [[nodiscard]] virtual Bytes size() const = 0;
   [[nodiscard]] virtual const BufferType& type() const = 0;
+  // Called at the start of every GraphAllocator::alloc, before tensors are placed in the
+  // buffer again (ggml_backend_buffer_reset: some devices keep per-tensor state).
+  virtual void reset() {}
 };
 
 class BufferType {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +22,30 @@
 #include "galloc/status.hpp"
 
 namespace galloc {
+
+// Where alloc puts a planned tensor: a chunk of its buffer id, and the address in it.
+struct TensorAddress {
+  BufferId buffer = -1;
+  Buffer* chunk = nullptr;
+  std::byte* data = nullptr;
+};
+
+// Receives alloc's addresses. GraphAllocator::alloc(graph) writes Tensor::data; an adapter
+// (the ggml drop-in) places its own tensors from the same walk instead.
+class AllocSink {
+ public:
+  virtual ~AllocSink() = default;
+  // Called when the graph no longer fits the reservation, before alloc plans it again:
+  // fill in whatever the graph left out that only planning reads (names, shapes).
+  virtual Status before_reserve(Graph& graph) {
+    (void)graph;
+    return Status::ok();
+  }
+  // Called in ggml's order: leafs, then each node's sources and the node; a tensor reached
+  // several times is passed each time. `address` is null for a tensor that is a view or has
+  // memory (or is not read by the graph): it takes its address from elsewhere.
+  virtual Status place(TensorId id, const TensorAddress* address) = 0;
+};
 
 struct GraphAllocatorOptions {
   PlacementOptions placement;  // which strategy plans the graphs
@@ -46,8 +71,10 @@ class GraphAllocator {
   [[nodiscard]] Result<std::vector<Bytes>> measure(const Graph& graph,
                                                    const BufferAssignment& assignment = {}) const;
   // Places the graph's tensors at the reserved offsets, reserving first when the graph no
-  // longer fits the reservation and there is a single buffer id.
+  // longer fits the reservation and there is a single buffer id. Every buffer is reset first.
   Status alloc(Graph& graph);
+  // The same walk, with the addresses handed to `sink` instead of written to Tensor::data.
+  Status alloc(Graph& graph, AllocSink& sink);
   // True when `graph` does not fit the current reservation: other lists, another op or source
   // of a node, another view source or input/output flag of a tensor the walk reads, a tensor
   // larger than its slot, or one that needs a slot and has none (it had memory or was a view).
@@ -96,9 +123,11 @@ class GraphAllocator {
   std::vector<TensorId> reserved_leafs_;
   OpSet reserved_inplace_ops_;            // other in-place rules give other lifetimes
   std::vector<ReplaySlot> slots_;         // in tensor id order
+  std::vector<std::int32_t> slot_of_;     // per tensor: its index in slots_, or -1
   std::vector<NodeShape> node_shapes_;    // per node, in tensor id order
   std::vector<std::uint8_t> seen_;        // record_replay's scratch, per tensor
-  std::vector<std::byte*> chunk_bases_;   // every chunk of every allocator; refreshed by alloc
+  std::vector<Buffer*> chunk_buffers_;    // every chunk of every allocator; refreshed by alloc
+  std::vector<std::byte*> chunk_bases_;   // their base addresses
   std::vector<std::uint32_t> first_chunk_;  // per allocator: its first index in chunk_bases_
 };
 

@@ -530,6 +530,7 @@ class GgmlBuffer final : public galloc::Buffer {
   GgmlBuffer& operator=(const GgmlBuffer&) = delete;
 
   std::byte* base() override { return static_cast<std::byte*>(ggml_backend_buffer_get_base(buffer_)); }
+  void reset() override { ggml_backend_buffer_reset(buffer_); }
   [[nodiscard]] Bytes size() const override { return ggml_backend_buffer_get_size(buffer_); }
   [[nodiscard]] const galloc::BufferType& type() const override { return type_; }
 
@@ -695,34 +696,46 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
   return true;
 }
 
-// A backend buffer of the plan and its base address, looked up once per alloc_graph.
-struct Chunk {
-  ggml_backend_buffer_t handle;
-  std::byte* base;
-};
+// ggml_gallocr_init_tensor, on the addresses of GraphAllocator::alloc: views take their
+// address from their source's buffer, tensors without memory get the planned one.
+class InitTensors final : public galloc::AllocSink {
+ public:
+  explicit InitTensors(ggml_gallocr* galloc) : galloc_(galloc) {}
 
-// ggml_gallocr_init_tensor: views take their address from their source's buffer; tensors
-// without memory get the planned address. chunks: per buffer id, its backend buffers.
-bool init_tensor(const Converted& current, const galloc::Plan& plan, const std::vector<std::vector<Chunk>>& chunks,
-                 TensorId id) {
-  ggml_tensor* tensor = current.ggml[static_cast<std::size_t>(id)];
-  if (tensor->view_src != nullptr) {
-    if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) view_init(tensor);
-    return true;
+  galloc::Status before_reserve(galloc::Graph& graph) override {
+    (void)graph;  // galloc_->current.graph
+    fill_details(galloc_->current);
+    reserved_ = true;
+    return galloc::Status::ok();
   }
-  if (tensor->data != nullptr) return true;
-  const galloc::TensorPlacement& slot = plan.tensors[static_cast<std::size_t>(id)];
-  if (!slot.planned()) {
-    // Only a tensor with a buffer but no data gets here: upstream would abort in
-    // ggml_backend_tensor_alloc.
-    GGML_LOG_ERROR("ggml_gallocr_alloc_graph: tensor %s has a buffer but no data; cannot allocate it\n",
-                   tensor->name);
-    return false;
+
+  galloc::Status place(TensorId id, const galloc::TensorAddress* address) override {
+    placing_ = true;
+    ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
+    if (tensor->view_src != nullptr) {
+      if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) view_init(tensor);
+      return galloc::Status::ok();
+    }
+    if (tensor->data != nullptr) return galloc::Status::ok();
+    if (address == nullptr) {
+      // Only a tensor with a buffer but no data gets here: upstream would abort in
+      // ggml_backend_tensor_alloc.
+      return galloc::failed_precondition(std::string("tensor ") + tensor->name +
+                                         " has a buffer but no data; cannot allocate it");
+    }
+    tensor_alloc(handle_of(address->chunk), tensor, address->data);
+    return galloc::Status::ok();
   }
-  const Chunk& chunk = chunks[static_cast<std::size_t>(slot.buffer)][static_cast<std::size_t>(slot.chunk)];
-  tensor_alloc(chunk.handle, tensor, chunk.base + slot.offset);
-  return true;
-}
+
+  [[nodiscard]] bool reserved() const { return reserved_; }
+  // Whether alloc got as far as placing tensors (so a failure is not about the reservation).
+  [[nodiscard]] bool placing() const { return placing_; }
+
+ private:
+  ggml_gallocr* galloc_;
+  bool reserved_ = false;
+  bool placing_ = false;
+};
 
 }  // namespace
 
@@ -806,46 +819,22 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
-    galloc::Graph& g = galloc->current.graph;
-    // The tensors' addresses come from the plan (init_tensor), not from g, so when the graph
-    // fits the reservation GraphAllocator::alloc has nothing to do for the drop-in; otherwise
-    // it reserves again (one buffer) or refuses (several), and that needs the whole graph.
-    if (galloc->allocator->needs_reserve(g)) {
-      fill_details(galloc->current);
-      if (galloc::Status s = galloc->allocator->alloc(g); !s) {
-        if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1) {
-          // several buffers: the caller must reserve with the buffer ids first (upstream's false)
+    // The graph as converted lacks what only planning reads; InitTensors fills it in when
+    // the graph no longer fits the reservation and alloc plans it again (one buffer).
+    InitTensors init_tensors(galloc);
+    if (galloc::Status s = galloc->allocator->alloc(galloc->current.graph, init_tensors); !s) {
+      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1 &&
+          !init_tensors.placing()) {
+        // several buffers: the caller must reserve with the buffer ids first (upstream's false)
 #ifndef NDEBUG
-          GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
+        GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
 #endif
-          return false;
-        }
-        log_error(__func__, s);
         return false;
       }
-      dump_graph(galloc, {}, __func__);
+      log_error(__func__, s);
+      return false;
     }
-
-    // reset buffers
-    std::vector<std::vector<Chunk>> chunks(galloc->bufts.size());
-    for (std::size_t b = 0; b < chunks.size(); ++b) {
-      for (galloc::Buffer* chunk : galloc->allocator->chunks(static_cast<BufferId>(b))) {
-        ggml_backend_buffer_reset(handle_of(chunk));
-        chunks[b].push_back({handle_of(chunk), chunk->base()});
-      }
-    }
-    // leafs, then per node its sources and the node, as upstream
-    const Converted& current = galloc->current;
-    const galloc::Plan& plan = *galloc->allocator->plan();
-    for (TensorId leaf : g.leafs) {
-      if (!init_tensor(current, plan, chunks, leaf)) return false;
-    }
-    for (TensorId node : g.nodes) {
-      for (TensorId src : g[node].src) {
-        if (src != galloc::kNoTensor && !init_tensor(current, plan, chunks, src)) return false;
-      }
-      if (!init_tensor(current, plan, chunks, node)) return false;
-    }
+    if (init_tensors.reserved()) dump_graph(galloc, {}, __func__);
     return true;
   } catch (...) {
     log_exception(__func__);

@@ -2,7 +2,9 @@
 // needs_reserve, buffer sizes), its failure paths, and the validity of every plan it makes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -164,6 +166,107 @@ TEST(GraphAllocator, ViewsGetSourceDataPlusOffset) {
   EXPECT_NE(graph[t.c].data, nullptr);
   EXPECT_EQ(graph[t.v].data, static_cast<std::byte*>(graph[t.c].data) + 16);
   EXPECT_EQ(graph[t.wv].data, static_cast<void*>(weights().data()));
+}
+
+// What an adapter sees of alloc: its buffers reset, before_reserve only when the graph no
+// longer fits, then every tensor in ggml's order (leafs; each node's sources, then the node),
+// with an address exactly where alloc(graph) would write one.
+TEST(GraphAllocator, SinkSeesTensorsInGgmlOrderWithTheAddressesAllocWrites) {
+  struct Recorder final : AllocSink {
+    std::vector<TensorId> order;
+    std::vector<std::byte*> data;
+    int reserves = 0;
+    TensorId fail_at = kNoTensor;
+    Status before_reserve(Graph&) override {
+      ++reserves;
+      return Status::ok();
+    }
+    Status place(TensorId id, const TensorAddress* address) override {
+      if (id == fail_at) return internal_error("stop here");
+      order.push_back(id);
+      data.push_back(address != nullptr ? address->data : nullptr);
+      if (address != nullptr) {
+        EXPECT_EQ(address->buffer, 0);
+      }
+      return Status::ok();
+    }
+  };
+  CpuBufferType cpu;
+  GraphAllocator allocator({&cpu});
+  TestGraph t = make_graph(32);
+  Graph& graph = t.graph();
+  Recorder first;
+  ASSERT_TRUE(allocator.alloc(graph, first).is_ok());
+  EXPECT_EQ(first.reserves, 1);
+
+  std::vector<TensorId> expected(graph.leafs.begin(), graph.leafs.end());
+  for (TensorId node : graph.nodes) {
+    for (TensorId src : graph[node].src) {
+      if (src != kNoTensor) expected.push_back(src);
+    }
+    expected.push_back(node);
+  }
+  EXPECT_EQ(first.order, expected);
+
+  Recorder again;
+  ASSERT_TRUE(allocator.alloc(graph, again).is_ok());
+  EXPECT_EQ(again.reserves, 0) << "the same graph fits its reservation";
+  ASSERT_TRUE(allocator.alloc(graph).is_ok());
+  for (std::size_t i = 0; i < again.order.size(); ++i) {
+    const Tensor& tensor = graph[again.order[i]];
+    SCOPED_TRACE(describe_tensor(graph, again.order[i]));
+    if (tensor.is_view() || tensor.has_memory) {
+      EXPECT_EQ(again.data[i], nullptr);
+    } else {
+      EXPECT_EQ(again.data[i], tensor.data);
+      EXPECT_NE(again.data[i], nullptr);
+    }
+  }
+
+  // An error from the sink stops the walk and is alloc's result.
+  Recorder failing;
+  failing.fail_at = t.d;
+  const Status s = allocator.alloc(graph, failing);
+  EXPECT_EQ(s.code(), ErrorCode::kInternal);
+  EXPECT_EQ(std::find(failing.order.begin(), failing.order.end(), t.o), failing.order.end());
+}
+
+// alloc resets every chunk before placing tensors again (ggml_backend_buffer_reset).
+TEST(GraphAllocator, AllocResetsEveryChunk) {
+  struct ResetCounting final : BufferType {
+    struct Counted final : Buffer {
+      std::unique_ptr<Buffer> inner;
+      int* resets;
+      const BufferType* owner;
+      std::byte* base() override { return inner->base(); }
+      Bytes size() const override { return inner->size(); }
+      const BufferType& type() const override { return *owner; }
+      void reset() override { ++*resets; }
+    };
+    CpuBufferType cpu{64, 256};
+    mutable int resets = 0;
+    std::string name() const override { return "reset-counting"; }
+    Bytes alignment() const override { return 64; }
+    Bytes max_size() const override { return 256; }
+    Result<std::unique_ptr<Buffer>> allocate(Bytes size) const override {
+      auto inner = cpu.allocate(size);
+      if (!inner) return inner.status();
+      auto buffer = std::make_unique<Counted>();
+      buffer->inner = std::move(inner).value();
+      buffer->resets = &resets;
+      buffer->owner = this;
+      return std::unique_ptr<Buffer>(std::move(buffer));
+    }
+  };
+  ResetCounting type;
+  GraphAllocator allocator({&type});
+  TestGraph t = make_graph(40);
+  ASSERT_TRUE(allocator.alloc(t.graph()).is_ok());
+  const auto chunks = static_cast<int>(allocator.chunks(0).size());
+  ASSERT_GT(chunks, 1);
+  EXPECT_EQ(type.resets, chunks);
+  ASSERT_TRUE(allocator.alloc(t.graph()).is_ok());
+  EXPECT_EQ(type.resets, 2 * chunks);
 }
 
 TEST(GraphAllocator, HasMemoryTensorsAreNeverPlannedAndKeepTheirData) {
