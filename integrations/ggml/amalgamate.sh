@@ -46,20 +46,25 @@ if [[ $WITH_DUMP == 1 ]]; then
     HEADERS+=(include/galloc/graph_json.hpp)
     SOURCES+=(src/graph_json.cpp)
 fi
-DROPIN=integrations/ggml/ggml-alloc.cpp
+# The drop-in: its own headers in dependency order, then ggml-alloc.cpp.
+DROPIN=(
+    integrations/ggml/api_generations.hpp
+    integrations/ggml/cgraph_conversion.hpp
+    integrations/ggml/ggml-alloc.cpp
+)
 
-for f in "${HEADERS[@]}" "${SOURCES[@]}" "$DROPIN" LICENSE; do
+for f in "${HEADERS[@]}" "${SOURCES[@]}" "${DROPIN[@]}" LICENSE; do
     [[ -f $ROOT/$f ]] || die "missing $f under $ROOT"
 done
-# Every local include must be one of HEADERS (or ggml's own): anything else would be
-# dropped silently.
-for f in "${HEADERS[@]}" "${SOURCES[@]}" "$DROPIN"; do
+# Every local include must be one of HEADERS or DROPIN (or ggml's own): anything else would
+# be dropped silently.
+for f in "${HEADERS[@]}" "${SOURCES[@]}" "${DROPIN[@]}"; do
     while IFS= read -r inc; do
         # ggml's own; the graph file, which the drop-in includes only with GALLOC_DROPIN_JSON
         # (--with-dump)
         case $inc in ggml*.h) continue ;; galloc/graph_json.hpp) [[ $WITH_DUMP == 0 ]] && continue ;; esac
         found=0
-        for h in "${HEADERS[@]}"; do
+        for h in "${HEADERS[@]}" "${DROPIN[@]}"; do
             [[ $h == "include/$inc" || $h == */"$inc" ]] && found=1
         done
         [[ $found -eq 1 ]] || die "$f includes \"$inc\", which is not part of the amalgamation"
@@ -105,8 +110,10 @@ fi
         strip "$f"
     done
     echo "}  // namespace"
-    printf '\n// ==== %s\n' "$DROPIN"
-    strip "$DROPIN"
+    for f in "${DROPIN[@]}"; do
+        printf '\n// ==== %s\n' "$f"
+        strip "$f"
+    done
 } >"$BODY"
 
 tmp="$OUT.tmp.$$"
@@ -156,7 +163,7 @@ EOF
     echo "#endif"
     echo
     # ggml's headers, as the drop-in includes them
-    grep -E '^#include "ggml[^"]*\.h"' "$ROOT/$DROPIN"
+    for f in "${DROPIN[@]}"; do grep -hE '^#include "ggml[^"]*\.h"' "$ROOT/$f"; done | awk '!seen[$0]++'
     echo
     # A ggml older than the drop-in supports gets one clear error instead of hundreds: the
     # rest of the file is compiled only when the logging macros it uses exist, which came

@@ -1,0 +1,91 @@
+// The ggml API generations the drop-in serves, told apart at compile time from what ggml's
+// headers declare (never from a version string): whisper.rn 0.4.0-rc.10's late-2024 ggml
+// ("older") and everything after it.
+#pragma once
+
+#include "ggml-alloc.h"
+#include "ggml-backend-impl.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <type_traits>
+#include <utility>
+
+namespace {
+
+// Whether ggml's headers declare a function is asked by overload resolution: each probed name
+// also has a template here that returns Missing, and a real declaration (found through its
+// ggml argument types) is the better match.
+namespace fallback {
+struct Missing {};
+template <typename... Args> Missing ggml_backend_buft_is_meta(Args...);
+template <typename... Args> Missing ggml_backend_meta_alloc_ctx_tensors_from_buft(Args...);
+template <typename... Args> Missing ggml_clamp_inplace(Args...);
+}  // namespace fallback
+
+template <typename T>
+inline constexpr bool kDeclared = !std::is_same_v<T, fallback::Missing>;
+
+using namespace fallback;  // NOLINT(google-build-using-namespace): the probes above
+
+// ggml_tallocr_alloc returns void in the older generation (whisper.rn 0.4.0-rc.10's ggml),
+// enum ggml_status after it (cui-llama.rn 1.6.0 on); so do ggml_backend_tensor_alloc and
+// ggml_backend_view_init. The older generation also reuses fewer ops' sources in place and
+// refuses a context tensor larger than the buffer type's max size.
+using TallocrAllocResult = decltype(ggml_tallocr_alloc(nullptr, nullptr));
+inline constexpr bool kOlderGeneration = std::is_void_v<TallocrAllocResult>;
+
+// Newer ggml (whisper.rn 0.7, llama.rn 0.13) computes CLAMP out of place by default, has a
+// ggml_clamp_inplace, and lets ggml-alloc reuse CLAMP's source in place; before, ggml_clamp was
+// itself a view.
+inline constexpr bool kClampReusesSource = kDeclared<decltype(ggml_clamp_inplace(
+    std::declval<ggml_context*>(), std::declval<ggml_tensor*>(), 0.0f, 0.0f))>;
+
+// Meta buffer types (one buffer type over several devices) allocate context tensors
+// themselves.
+inline constexpr bool kHasMetaBufferTypes =
+    kDeclared<decltype(ggml_backend_buft_is_meta(std::declval<ggml_backend_buffer_type_t>()))>;
+
+// A ggml call's result as a status, for calls that return void in the older generation.
+template <typename Call>
+ggml_status status_of(Call&& call) {
+  if constexpr (std::is_void_v<decltype(call())>) {
+    call();
+    return GGML_STATUS_SUCCESS;
+  } else {
+    return call();
+  }
+}
+
+// What ggml_tallocr_alloc returns: nothing in the older generation, else the status.
+template <typename Result>
+Result tallocr_result(ggml_status status) {
+  if constexpr (std::is_void_v<Result>) {
+    static_cast<void>(status);
+  } else {
+    return status;
+  }
+}
+
+template <typename BufferType>
+bool is_meta(BufferType buft) {
+  if constexpr (kHasMetaBufferTypes) {
+    return ggml_backend_buft_is_meta(buft);
+  } else {
+    static_cast<void>(buft);
+    return false;
+  }
+}
+
+template <typename Context, typename BufferType>
+ggml_backend_buffer_t meta_alloc_ctx_tensors(Context* ctx, BufferType buft) {
+  if constexpr (kHasMetaBufferTypes) {
+    return ggml_backend_meta_alloc_ctx_tensors_from_buft(ctx, buft);
+  } else {
+    static_cast<void>(ctx);
+    static_cast<void>(buft);
+    return nullptr;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,377 @@
+// ggml_cgraph -> galloc::Graph: the drop-in's conversion of ggml's tensors, ops and types,
+// with a map back from galloc's tensor ids to ggml's tensors.
+#pragma once
+
+#include "ggml-backend-impl.h"
+#include "ggml-backend.h"
+#include "ggml-impl.h"
+#include "ggml.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "galloc/graph.hpp"
+#include "galloc/status.hpp"
+
+#include "api_generations.hpp"
+
+namespace {
+
+using galloc::Bytes;
+using galloc::BufferId;
+using galloc::TensorId;
+
+// The older generation's ggml_op_can_inplace: a subset of the newer one's, which galloc
+// follows.
+bool older_op_can_inplace(ggml_op op) {
+  switch (op) {
+    case GGML_OP_SCALE: case GGML_OP_DIAG_MASK_ZERO: case GGML_OP_DIAG_MASK_INF:
+    case GGML_OP_ADD: case GGML_OP_ADD1: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV:
+    case GGML_OP_SQR: case GGML_OP_SQRT: case GGML_OP_LOG: case GGML_OP_UNARY:
+    case GGML_OP_ROPE: case GGML_OP_RMS_NORM: case GGML_OP_SOFT_MAX:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ggml op -> galloc op, by name (the versions number their ops differently). The op only
+// matters to galloc for in-place reuse (and NONE, CPY, SET_ROWS, SET, ACC for views), so an op
+// galloc does not know becomes CUSTOM, which is never reused in place, as in every ggml
+// version.
+struct OpTable {
+  std::array<galloc::Op, GGML_OP_COUNT> op{};
+  OpTable() {
+    for (int i = 0; i < GGML_OP_COUNT; ++i) {
+      const auto ggml = static_cast<ggml_op>(i);
+      op[static_cast<std::size_t>(i)] = galloc::op_from_name(ggml_op_name(ggml)).value_or(galloc::Op::Custom);
+    }
+  }
+};
+
+galloc::Op op_of(ggml_op op) {
+  static const OpTable table;
+  if (op < 0 || op >= GGML_OP_COUNT) return galloc::Op::Custom;
+  return table.op[static_cast<std::size_t>(op)];
+}
+
+// The ops this ggml's ggml-alloc.c reuses in place, for every graph the drop-in converts.
+galloc::OpSet make_inplace_ops() {
+  galloc::OpSet ops = galloc::default_inplace_ops();
+  if (kOlderGeneration) {
+    ops.reset();
+    for (int i = 0; i < GGML_OP_COUNT; ++i) {
+      const auto ggml = static_cast<ggml_op>(i);
+      if (older_op_can_inplace(ggml) && op_of(ggml) != galloc::Op::Custom) ops.set(static_cast<std::size_t>(op_of(ggml)));
+    }
+  }
+  if (kClampReusesSource) ops.set(static_cast<std::size_t>(galloc::Op::Clamp));
+  return ops;
+}
+
+const galloc::OpSet& this_ggml_inplace_ops() {
+  static const galloc::OpSet ops = make_inplace_ops();
+  return ops;
+}
+
+// ggml type -> galloc type. galloc's DataType has ggml's numeric values; a type galloc does
+// not know (the seed's Q4_0_4_4 family, say) maps to a known type with the same block size
+// and block bytes, which is all the allocator reads from a type.
+struct TypeTable {
+  std::array<std::optional<galloc::DataType>, GGML_TYPE_COUNT> type{};
+  TypeTable() {
+    for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
+      const auto ggml = static_cast<ggml_type>(i);
+      const auto block = static_cast<std::int64_t>(ggml_blck_size(ggml));
+      const auto bytes = static_cast<Bytes>(ggml_type_size(ggml));
+      if (block <= 0) continue;  // a removed type
+      auto same = [&](galloc::DataType t) {
+        auto traits = galloc::data_type_traits(t);
+        return traits && traits->block_size == block && traits->type_size == bytes;
+      };
+      if (same(static_cast<galloc::DataType>(i))) {
+        type[static_cast<std::size_t>(i)] = static_cast<galloc::DataType>(i);
+        continue;
+      }
+      for (int j = 0; j < 256 && !type[static_cast<std::size_t>(i)]; ++j) {
+        if (same(static_cast<galloc::DataType>(j))) type[static_cast<std::size_t>(i)] = static_cast<galloc::DataType>(j);
+      }
+    }
+  }
+};
+
+std::optional<galloc::DataType> type_of(ggml_type type) {
+  static const TypeTable table;
+  if (type < 0 || type >= GGML_TYPE_COUNT) return std::nullopt;
+  return table.type[static_cast<std::size_t>(type)];
+}
+
+// ------------------------------------------------------------------ graph conversion
+
+// ggml tensor -> galloc id: open addressing on the pointer, like ggml's own hash set.
+class TensorIds {
+ public:
+  void clear(std::size_t expected) {
+    std::size_t capacity = 64;
+    while (capacity < 2 * expected + 16) capacity *= 2;
+    slots_.assign(capacity, Slot{});
+    size_ = 0;
+  }
+  // The id of `t`, or `next` (inserted) when `t` is new.
+  [[gnu::always_inline]] TensorId find_or_insert(const ggml_tensor* t, TensorId next) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    for (std::size_t i = index(t);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& slot = slots_[i];
+      if (slot.tensor == t) return slot.id;
+      if (slot.tensor == nullptr) {
+        slot = {t, next};
+        ++size_;
+        return next;
+      }
+    }
+  }
+  [[nodiscard]] TensorId at(const ggml_tensor* t) const {
+    for (std::size_t i = index(t);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].tensor == t) return slots_[i].id;
+      if (slots_[i].tensor == nullptr) return galloc::kNoTensor;
+    }
+  }
+
+ private:
+  struct Slot {
+    const ggml_tensor* tensor = nullptr;
+    TensorId id = galloc::kNoTensor;
+  };
+  [[nodiscard]] std::size_t index(const ggml_tensor* t) const {
+    const auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(t)) * 0x9e3779b97f4a7c15ull;
+    return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
+  }
+  [[gnu::noinline]] void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    size_ = 0;
+    for (const Slot& slot : old) {
+      if (slot.tensor != nullptr) find_or_insert(slot.tensor, slot.id);
+    }
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  std::size_t size_ = 0;
+};
+
+// A galloc graph and, per galloc tensor id, the ggml tensor it stands for.
+struct Converted {
+  Converted() { graph.inplace_ops = this_ggml_inplace_ops(); }
+
+  galloc::Graph graph;
+  std::vector<ggml_tensor*> ggml;
+  TensorIds ids;
+
+  // graph.tensors keeps its elements (and their names' storage): the conversion overwrites them
+  // expected: the leafs and nodes; the last graph's tensor count (sources included) sizes the
+  // id table too, so converting the same graph again never rehashes
+  void clear(std::size_t expected) {
+    graph.nodes.clear();
+    graph.leafs.clear();
+    expected = std::max(expected, ggml.size());
+    ggml.clear();
+    ggml.reserve(expected);
+    ids.clear(expected);
+  }
+
+  // Per tensor of the last completed convert_graph, the pointers its edges' ids came from
+  // (src[0..GGML_MAX_SRC), then view_src): the same lists and the same edges give the same ids.
+  using Edges = std::array<const ggml_tensor*, GGML_MAX_SRC + 1>;
+  std::vector<Edges> edges;
+  bool edges_valid = false;
+
+  [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
+    const auto next = static_cast<TensorId>(ggml.size());
+    const TensorId id = ids.find_or_insert(t, next);
+    if (id == next) ggml.push_back(t);
+    return id;
+  }
+
+  // The ggml tensor behind a tensor of `graph` (nullptr for a tensor of another graph).
+  [[nodiscard]] ggml_tensor* ggml_of(const galloc::Tensor& tensor) const {
+    const galloc::Tensor* first = graph.tensors.data();
+    if (&tensor < first || &tensor >= first + graph.tensors.size()) return nullptr;
+    return ggml[static_cast<std::size_t>(&tensor - first)];
+  }
+};
+
+// has_memory follows what each caller of upstream treats as "already allocated".
+enum class MemoryRule {
+  kGraph,    // ggml_gallocr_is_allocated: data != NULL || buffer != NULL
+  kContext,  // ggml_backend_alloc_ctx_tensors_from_buft: data != NULL
+};
+
+galloc::Status type_error(const ggml_tensor* t) {
+  return galloc::invalid_argument("tensor '" + std::string(t->name) + "' has a type (" + std::to_string(t->type) +
+                                  ", " + (ggml_type_name(t->type) ? ggml_type_name(t->type) : "?") +
+                                  ") that galloc cannot represent");
+}
+
+// false (and type_error's message) for a type galloc cannot represent; the message is only
+// built then, so the check stays a table lookup on every alloc
+inline bool set_type(const ggml_tensor* t, galloc::Tensor& g) {
+  const auto type = type_of(t->type);
+  if (!type) return false;
+  g.type = *type;
+  return true;
+}
+
+bool has_memory(const ggml_tensor* t, MemoryRule rule) {
+  return rule == MemoryRule::kGraph ? (t->data != nullptr || t->buffer != nullptr) : t->data != nullptr;
+}
+
+// What only planning (and GALLOC_DUMP) reads: name, shape, view offset and data. The
+// reservation check of GraphAllocator::alloc reads none of them (it asks the buffer type for
+// each tensor's size, which asks ggml about the ggml tensor), so alloc_graph fills them only
+// when it has to reserve again.
+void fill_details(Converted& out) {
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    const ggml_tensor* t = out.ggml[i];
+    galloc::Tensor& g = out.graph.tensors[i];
+    g.name.assign(t->name);
+    for (int d = 0; d < galloc::kMaxDims; ++d) {
+      g.ne[static_cast<std::size_t>(d)] = t->ne[d];
+      g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
+    }
+    g.view_offs = static_cast<Bytes>(t->view_offs);
+    g.data = t->data;
+  }
+}
+
+galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) {
+  out.graph.tensors.resize(out.ggml.size());
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    const ggml_tensor* t = out.ggml[i];
+    galloc::Tensor& g = out.graph.tensors[i];
+    if (!set_type(t, g)) return type_error(t);
+    g.op = op_of(t->op);
+    for (int s = 0; s < galloc::kMaxSources; ++s) {
+      const ggml_tensor* src = with_sources && s < GGML_MAX_SRC ? t->src[s] : nullptr;
+      // ggml_cast sets src[1] to the result itself (as ggml_cpy's destination); no dependency
+      if (src == t) src = nullptr;
+      g.src[static_cast<std::size_t>(s)] = src == nullptr ? galloc::kNoTensor : out.ids.at(src);
+    }
+    g.view_src = t->view_src == nullptr ? galloc::kNoTensor : out.ids.at(t->view_src);
+    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.has_memory = has_memory(t, rule);
+  }
+  fill_details(out);
+  return galloc::Status::ok();
+}
+
+enum class Details { kFill, kSkip };
+
+// Leafs get the first ids, then nodes, in list order; then every tensor they reach through
+// src and view_src, in the order they are found. The same graph topology gives the same ids.
+// Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
+// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill);
+
+// A graph with the last conversion's topology (the same leaf and node lists, the same
+// source and view source pointers in every tensor) gets the same ids, so only the fields
+// that are not edges are read again; without the hash lookups this is most of the gap to
+// upstream's alloc_graph, which rebuilds a ggml graph of the same shape every time.
+// false (and nothing of `out` to rely on but its ids) when the topology differs.
+bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::Status& status) {
+  if (!out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
+      static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
+    return false;
+  }
+  for (int i = 0; i < cgraph->n_leafs; ++i) {
+    if (cgraph->leafs[i] != out.ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])]) return false;
+  }
+  for (int i = 0; i < cgraph->n_nodes; ++i) {
+    if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])]) return false;
+  }
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    const ggml_tensor* t = out.ggml[i];
+    const Converted::Edges& edges = out.edges[i];
+    for (int s = 0; s < GGML_MAX_SRC; ++s) {
+      if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
+    }
+    if (t->view_src != edges[GGML_MAX_SRC]) return false;
+    galloc::Tensor& g = out.graph.tensors[i];
+    if (!set_type(t, g)) {
+      status = type_error(t);
+      return true;
+    }
+    g.op = op_of(t->op);
+    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.has_memory = has_memory(t, MemoryRule::kGraph);
+  }
+  status = galloc::Status::ok();
+  return true;
+}
+
+// Leafs get the first ids, then nodes, in list order; then every tensor they reach through
+// src and view_src, in the order they are found. The same graph topology gives the same ids.
+// Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
+// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details) {
+  if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
+  if (galloc::Status status; reconvert_same_topology(cgraph, out, status)) {
+    if (status && details == Details::kFill) fill_details(out);
+    return status;
+  }
+  out.edges_valid = false;
+  out.clear(static_cast<std::size_t>(cgraph->n_nodes) + static_cast<std::size_t>(cgraph->n_leafs));
+  for (int i = 0; i < cgraph->n_leafs; ++i) {
+    if (cgraph->leafs[i] == nullptr) return galloc::invalid_argument("leaf " + std::to_string(i) + " is NULL");
+    out.graph.leafs.push_back(out.add(cgraph->leafs[i]));
+  }
+  for (int i = 0; i < cgraph->n_nodes; ++i) {
+    if (cgraph->nodes[i] == nullptr) return galloc::invalid_argument("node " + std::to_string(i) + " is NULL");
+    out.graph.nodes.push_back(out.add(cgraph->nodes[i]));
+  }
+  std::vector<galloc::Tensor>& tensors = out.graph.tensors;
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    ggml_tensor* t = out.ggml[i];
+    std::array<TensorId, galloc::kMaxSources> src;
+    src.fill(galloc::kNoTensor);
+    for (int s = 0; s < GGML_MAX_SRC; ++s) {
+      // ggml_cast sets src[1] to the result itself (as ggml_cpy's destination); no dependency
+      if (t->src[s] != nullptr && t->src[s] != t) src[static_cast<std::size_t>(s)] = out.add(t->src[s]);
+    }
+    const TensorId view_src = t->view_src == nullptr ? galloc::kNoTensor : out.add(t->view_src);
+    // keeps the elements of earlier calls (and their names' storage): they are overwritten
+    if (tensors.size() < out.ggml.size()) tensors.resize(out.ggml.size());
+    if (out.edges.size() < out.ggml.size()) out.edges.resize(out.ggml.size());
+    galloc::Tensor& g = tensors[i];
+    if (!set_type(t, g)) return type_error(t);
+    g.op = op_of(t->op);
+    g.src = src;
+    g.view_src = view_src;
+    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.has_memory = has_memory(t, MemoryRule::kGraph);
+    Converted::Edges& edges = out.edges[i];
+    std::copy(t->src, t->src + GGML_MAX_SRC, edges.begin());
+    edges[GGML_MAX_SRC] = t->view_src;
+  }
+  tensors.resize(out.ggml.size());
+  out.edges.resize(out.ggml.size());
+  out.edges_valid = true;
+  if (details == Details::kFill) fill_details(out);
+  return galloc::Status::ok();
+}
+
+// The tensors of a context, in context order (their ids are 0..n-1), plus the view sources
+// they reach (which may live in another context). No nodes or leafs.
+galloc::Status convert_context(ggml_context* ctx, Converted& out, std::size_t& n_context) {
+  out.clear(64);
+  for (ggml_tensor* t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) out.add(t);
+  n_context = out.ggml.size();
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    if (out.ggml[i]->view_src != nullptr) out.add(out.ggml[i]->view_src);
+  }
+  return fill_tensors(out, MemoryRule::kContext, /*with_sources=*/false);
+}
+
+}  // namespace
