@@ -30,11 +30,12 @@ OUT_DIR=$(readlink -f "$2")
 CC=${CC:-$(command -v gcc-12 || command -v gcc || echo cc)}
 CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
 JOBS=${GALLOC_JOBS:-2}
-GALLOC_ROOT=$(readlink -f "${GALLOC_SOURCE_DIR:-$SCRIPT_DIR/../..}")
-# The drop-in variant is built by default from galloc's own drop-in; GALLOC_DROPIN_SOURCE=""
+# The drop-in variant is built by default from galloc's one file, written into OUT_DIR;
+# GALLOC_DROPIN_SOURCE=FILE builds another self-contained file, and GALLOC_DROPIN_SOURCE=""
 # (set but empty) builds the stock library only.
-if [[ -z ${GALLOC_DROPIN_SOURCE+x} && -f $SCRIPT_DIR/ggml-alloc.cpp ]]; then
-    GALLOC_DROPIN_SOURCE=$SCRIPT_DIR/ggml-alloc.cpp
+if [[ -z ${GALLOC_DROPIN_SOURCE+x} ]]; then
+    "$SCRIPT_DIR/amalgamate.sh" --with-dump "$OUT_DIR/ggml-alloc.one.cpp" >/dev/null
+    GALLOC_DROPIN_SOURCE=$OUT_DIR/ggml-alloc.one.cpp
 fi
 # shellcheck source=package.sh
 source "$SCRIPT_DIR/package.sh"
@@ -197,7 +198,6 @@ compile_one() {
         c)      cmd=("$GB_CC"  $GB_CFLAGS) ;;
         cxx)    cmd=("$GB_CXX" $GB_CXXFLAGS) ;;
         dropin) cmd=("$GB_CXX" $GB_DROPINFLAGS) ;;
-        galloc) cmd=("$GB_CXX" $GB_GALLOCFLAGS) ;;
     esac
     rm -f "$obj"
     if "${cmd[@]}" -MMD -MF "$obj.d" -c "$src" -o "$obj.tmp" >"$obj.log" 2>&1; then
@@ -216,7 +216,7 @@ compile_sources() {
     local item kind src obj
     for item in "$@"; do
         kind=${item%%:*}; src=${item#*:}
-        if [[ $kind == galloc ]]; then obj=$objdir/$(galloc_obj_name "$src"); else obj=$objdir/$(obj_name "$src"); fi
+        obj=$objdir/$(obj_name "$src")
         recs+=("$src" "$obj" "$kind"); objs+=("$obj"); srcs+=("$src")
     done
     local rc=0
@@ -300,29 +300,8 @@ build_stock() {
 }
 
 # ---------------------------------------------------------------- 4: drop-in variant
-# galloc's sources, compiled into libggml-galloc.a next to the drop-in so that the archive
+# The drop-in file compiled into libggml-galloc.a with the stock objects, so that the archive
 # alone (with -lstdc++ -lpthread -lm -ldl) links a program.
-GALLOC_SOURCES=()
-collect_galloc_sources() {
-    GALLOC_SOURCES=()
-    [[ ${GALLOC_DROPIN_WITH_GALLOC:-1} == 1 ]] || return 0
-    [[ -d $GALLOC_ROOT/src && -d $GALLOC_ROOT/include/galloc ]] \
-        || die "galloc sources not found under GALLOC_SOURCE_DIR='$GALLOC_ROOT'"
-    # Every library source except the folders in GALLOC_DROPIN_EXCLUDE (default: the graph
-    # zoo, model graphs for tests and the CLI that the drop-in never calls).
-    local f d skip
-    while IFS= read -r -d '' f; do
-        skip=0
-        for d in ${GALLOC_DROPIN_EXCLUDE-zoo}; do
-            [[ $f == "$GALLOC_ROOT/src/$d/"* ]] && skip=1
-        done
-        [[ $skip -eq 1 ]] || GALLOC_SOURCES+=("$f")
-    done < <(find "$GALLOC_ROOT/src" -name '*.cpp' -print0 | LC_ALL=C sort -z)
-    [[ ${#GALLOC_SOURCES[@]} -gt 0 ]] || die "no galloc sources in $GALLOC_ROOT/src"
-}
-
-# src/strategies/ggml.cpp -> galloc_src_strategies_ggml.cpp.o (no clash with ggml's objects)
-galloc_obj_name() { local r=${1#"$GALLOC_ROOT"/}; echo "galloc_${r//\//_}.o"; }
 
 # obj_is_fresh OBJ: the object exists and no file it was built from (gcc -MMD) is newer
 obj_is_fresh() {
@@ -347,9 +326,8 @@ build_galloc() {
         dropin=$renamed
     fi
     local cfg
-    cfg=$(printf '%s\n' "$(config_string)" "dropin=$dropin" "dropin_flags=$GB_DROPINFLAGS" \
-        "galloc_flags=$GB_GALLOCFLAGS" "galloc_sources=${GALLOC_SOURCES[*]}")
-    # objects built with another configuration (flags, compilers, file list) are thrown away
+    cfg=$(printf '%s\n' "$(config_string)" "dropin=$dropin" "dropin_flags=$GB_DROPINFLAGS")
+    # objects built with another configuration (flags, compilers, file) are thrown away
     if [[ ! -f $objdir/.config || $(cat "$objdir/.config") != "$cfg" ]]; then
         rm -rf "$objdir" "$lib" "$stamp"
         mkdir -p "$objdir"
@@ -357,20 +335,16 @@ build_galloc() {
     fi
     # the archive also holds the stock objects
     [[ -f $stamp && $(cat "$stamp") == "$cfg" && $lib -nt $OUT_DIR/libggml-stock.a ]] || rm -f "$lib" "$stamp"
-    # only what changed is compiled again (every object tracks its headers with gcc -MMD)
+    # compiled again only when it or a header changed (the object tracks them with gcc -MMD)
     local -a stale=() objs=() s obj
     obj=$objdir/$(obj_name "$dropin")
     objs+=("$obj"); obj_is_fresh "$obj" || stale+=("dropin:$dropin")
-    for s in "${GALLOC_SOURCES[@]}"; do
-        obj=$objdir/$(galloc_obj_name "$s")
-        objs+=("$obj"); obj_is_fresh "$obj" || stale+=("galloc:$s")
-    done
     if [[ ${#stale[@]} -eq 0 && -f $lib ]]; then
         step "$(basename "$lib") is up to date"
     else
         rm -f "$lib" "$stamp" "$log"
         if [[ ${#stale[@]} -gt 0 ]]; then
-            step "compiling ${#stale[@]} of $((${#GALLOC_SOURCES[@]} + 1)) files (drop-in + galloc; log: $log)"
+            step "compiling the drop-in (log: $log)"
             compile_sources "$objdir" "$log" "${stale[@]}"
         fi
         local -a prebuilt=()
@@ -418,18 +392,8 @@ collect_sources
 export GB_CC=$CC GB_CXX=$CXX
 export GB_CFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu11 ${EXTRA_FLAGS[*]}"
 export GB_CXXFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++17 ${EXTRA_FLAGS[*]}"
-# The drop-in sees ggml's sources and galloc's headers (it detects ggml's API generation from
-# the headers itself).
-# GALLOC_DROPIN_JSON: galloc's sources implement graph files (write_graph_file), for GALLOC_DUMP.
-DROPIN_FEATURE_FLAGS=()
-if [[ -n ${GALLOC_DROPIN_SOURCE-} ]]; then
-    collect_galloc_sources
-    if [[ ${#GALLOC_SOURCES[@]} -gt 0 ]] && grep -q 'write_graph_file' "${GALLOC_SOURCES[@]}"; then
-        DROPIN_FEATURE_FLAGS+=(-DGALLOC_DROPIN_JSON)
-    fi
-fi
-export GB_DROPINFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -I$GALLOC_ROOT/include ${DROPIN_FEATURE_FLAGS[*]} -std=gnu++20 ${EXTRA_FLAGS[*]} ${GALLOC_DROPIN_CFLAGS-}"
-export GB_GALLOCFLAGS="-O2 -DNDEBUG -fPIC -pthread -std=c++20 -I$GALLOC_ROOT/include -I$GALLOC_ROOT/src ${EXTRA_FLAGS[*]}"
+# The drop-in sees ggml's sources (it detects ggml's API generation from the headers itself).
+export GB_DROPINFLAGS="${COMMON_FLAGS[*]} ${INCLUDE_FLAGS[*]} -std=gnu++20 ${EXTRA_FLAGS[*]} ${GALLOC_DROPIN_CFLAGS-}"
 
 if stock_is_fresh; then
     step "libggml-stock.a is up to date ($NPM_SPEC)"

@@ -130,7 +130,7 @@ for spec in "$@"; do
     # the package's Android flags for ggml-alloc.c (build.sh adds -O2 -DNDEBUG -fPIC before)
     flags="-std=c++17 -O3 -fvisibility=hidden -fvisibility-inlines-hidden -Werror -Wall -Wextra"
     [[ $spec == whisper.rn@* ]] || flags+=" -ffp-model=fast -fno-finite-math-only"
-    if GALLOC_DROPIN_SOURCE="$FILE" GALLOC_DROPIN_WITH_GALLOC=0 GALLOC_DROPIN_CFLAGS="$flags" \
+    if GALLOC_DROPIN_SOURCE="$FILE" GALLOC_DROPIN_CFLAGS="$flags" \
             "$ROOT/integrations/ggml/build.sh" "$spec" "$out" >"$OUT_ROOT/build-${spec//@/-}.log" 2>&1; then
         echo "ok: $spec: $(grep 'smoke test (galloc)' "$OUT_ROOT/build-${spec//@/-}.log")"
         passed=$((passed + 1))
