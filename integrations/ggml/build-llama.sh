@@ -17,107 +17,40 @@
 set -euo pipefail
 
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
-SCRIPT_DIR=$(dirname "$SCRIPT_PATH")
-die()  { echo "llama-build: error: $*" >&2; exit 1; }
-step() { echo "llama-build: $*"; }
+CLIENT=llama
+# shellcheck source=client.sh
+source "$(dirname "$SCRIPT_PATH")/client.sh"
+client_setup "$@"
 
-[[ $# -eq 2 ]] || die "usage: $0 NPM_SPEC OUT_DIR   (e.g. llama.rn@0.12.9 out/ggml)"
-NPM_SPEC=$1
-OUT_DIR=$(readlink -f "$2")
-CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
-JOBS=${GALLOC_JOBS:-2}
-# shellcheck source=package.sh
-source "$SCRIPT_DIR/package.sh"
-LSRC=$PKG_CACHE/llama-src$SOURCES_SUFFIX
-
-[[ -f $PREPARED && -f $OUT_DIR/libggml-stock.a ]] \
-    || die "run integrations/ggml/build.sh $NPM_SPEC $OUT_DIR first"
-grep -qx "spec=$NPM_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
-    || die "$OUT_DIR holds ggml for another package (see $OUT_DIR/.libggml-stock.stamp)"
-
-exec 9>"$PKG_CACHE/.llama.lock"
-if command -v flock >/dev/null 2>&1; then flock 9; fi
-
-# ---------------------------------------------------------------- extract and rename
 prepare_llama_sources() {
-    [[ -f $LSRC/.prepared ]] && return 0
-    fetch_tarball
-    step "extracting llama.cpp's sources from $(basename "$TARBALL")"
-    local tmp
-    tmp=$(mktemp -d "$PKG_CACHE/.extract-llama.XXXXXX")
-    tar -xzf "$TARBALL" -C "$tmp" package/cpp || { rm -rf "$tmp"; die "cannot extract package/cpp"; }
-    local cpp=$tmp/package/cpp stage=$tmp/llama-src headers
+    [[ -f $CLIENT_SRC/.prepared ]] && return 0
+    client_extract
+    local cpp=$CLIENT_TMP/package/cpp stage=$CLIENT_TMP/llama-src headers
     headers=$cpp
     # llama.rn 0.13 on: llama.cpp's own tree under package/vendor/ (headers in include/)
     local vendor=package/vendor/llama.cpp
-    if [[ ! -f $cpp/llama.cpp ]] && tar -xzf "$TARBALL" -C "$tmp" "$vendor/src" "$vendor/include" 2>/dev/null; then
-        cpp=$tmp/$vendor/src headers=$tmp/$vendor/include
+    if [[ ! -f $cpp/llama.cpp ]] && tar -xzf "$TARBALL" -C "$CLIENT_TMP" "$vendor/src" "$vendor/include" 2>/dev/null; then
+        cpp=$CLIENT_TMP/$vendor/src headers=$CLIENT_TMP/$vendor/include
     fi
-    [[ -f $cpp/llama.cpp && -f $headers/llama.h ]] || { rm -rf "$tmp"; die "$NPM_SPEC does not vendor llama.cpp"; }
+    [[ -f $cpp/llama.cpp && -f $headers/llama.h ]] || { rm -rf "$CLIENT_TMP"; die "$NPM_SPEC does not vendor llama.cpp"; }
     mkdir -p "$stage/models"
-    cp -p "$cpp"/llama*.cpp "$cpp"/llama*.h "$headers"/llama*.h "$cpp"/unicode*.cpp "$cpp"/unicode*.h "$stage/"
+    cp -p "$cpp"/llama*.cpp "$cpp"/llama*.h "$cpp"/unicode*.cpp "$cpp"/unicode*.h "$stage/"
+    if [[ $headers != "$cpp" ]]; then cp -p "$headers"/llama*.h "$stage/"; fi
     # quantizing model files (llama.rn's own builds leave it out too; it needs more of ggml)
     rm -f "$stage/llama-quant.cpp"
     # llama.cpp's per-architecture graph builders (none before mid 2025: cui-llama.rn 1.6.0)
     if [[ -d $cpp/models ]]; then cp -p "$cpp"/models/*.cpp "$cpp"/models/*.h "$stage/models/"; fi
-    # the prefix build.sh removed from ggml; in llama's own code only ggml's and gguf's names
-    # carry it (a wider rule would also rename llama's lm_head)
-    local P
-    P=$(sed -n 's/^prefix=//p' "$PREPARED")
-    if [[ -n $P && $AS_SHIPPED != 1 ]]; then
-        local U=${P^^}
-        find "$stage" -type f -print0 | xargs -0 sed -i -E \
-            -e "s/${P}_ggml/ggml/g" -e "s/${U}_GGML/GGML/g" -e "s/${P}_gguf/gguf/g" -e "s/${U}_GGUF/GGUF/g"
-        local left
-        left=$(grep -rlE "${P}_ggml|${P}_gguf|${U}_GGML|${U}_GGUF" "$stage" || true)
-        [[ -z $left ]] || { rm -rf "$tmp"; die "prefix '$P' still present in: $left"; }
-    fi
-    rm -rf "$LSRC"
-    mv "$stage" "$LSRC"
-    rm -rf "$tmp"
-    echo "spec=$NPM_SPEC" >"$LSRC/.prepared"
+    # in llama's own code only ggml's and gguf's names carry the prefix (a wider rule would
+    # also rename llama's lm_head)
+    client_install "$stage" "spec=$NPM_SPEC" "PREFIX_ggml|PREFIX_gguf|UPPER_GGML|UPPER_GGUF"
 }
 
-# ---------------------------------------------------------------- build
-FLAGS=(-std=gnu++17 -O1 -g0 -w -fPIC -pthread -DNDEBUG -D_GNU_SOURCE -D_XOPEN_SOURCE=600
-       -I"$LSRC" -I"$LSRC/models" -I"$SRC")
-[[ -d $SRC/ggml-cpu ]] && FLAGS+=(-I"$SRC/ggml-cpu")
-
 prepare_llama_sources
-LIB_DIR=$OUT_DIR/llama
-LIB=$LIB_DIR/libllama.a
-STAMP=$LIB_DIR/.libllama.stamp
-mapfile -t SOURCES < <(cd "$LSRC" && shopt -s nullglob && printf '%s\n' llama*.cpp unicode*.cpp models/*.cpp | LC_ALL=C sort)
-config=$(printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "cxx=$CXX $("$CXX" --version 2>/dev/null | head -n1)" \
-    "flags=${FLAGS[*]}" "sources=${SOURCES[*]}")
-if [[ -f $LIB && -f $STAMP && $(cat "$STAMP") == "$config" && $LIB -nt $SCRIPT_PATH && ! $SRC/ggml-opt.cpp -nt $LIB ]]; then
+client_flags "$CLIENT_SRC" "$CLIENT_SRC/models"
+mapfile -t SOURCES < <(cd "$CLIENT_SRC" && shopt -s nullglob && printf '%s\n' llama*.cpp unicode*.cpp models/*.cpp | LC_ALL=C sort)
+if client_is_fresh "${SOURCES[*]}" "$SRC/ggml-opt.cpp"; then
     step "libllama.a is up to date ($NPM_SPEC)"
     exit 0
 fi
-
-rm -rf "$LIB_DIR"
-mkdir -p "$LIB_DIR/obj" "$LIB_DIR/include"
-log=$LIB_DIR/build.log
-step "compiling ${#SOURCES[@]} llama.cpp sources and ggml-opt.cpp ($NPM_SPEC, -j$JOBS; log: $log)"
-export LB_CXX=$CXX LB_FLAGS="${FLAGS[*]}" LB_OBJ=$LIB_DIR/obj LB_LSRC=$LSRC
-compile_one() {
-    local src=$1 rel obj
-    rel=${src#"$LB_LSRC"/}
-    [[ $rel == "$src" ]] && rel=${src##*/}     # ggml-opt.cpp
-    obj=$LB_OBJ/${rel//\//_}.o
-    # shellcheck disable=SC2086
-    "$LB_CXX" $LB_FLAGS -c "$src" -o "$obj" >"$obj.log" 2>&1 || { echo "---- $src"; tail -n 20 "$obj.log"; return 1; }
-}
-export -f compile_one
-rc=0
-{ for s in "${SOURCES[@]}"; do printf '%s\0' "$LSRC/$s"; done; printf '%s\0' "$SRC/ggml-opt.cpp"; } \
-    | xargs -0 -n1 -P "$JOBS" bash -c 'compile_one "$@"' _ >"$log" 2>&1 || rc=$?
-if [[ $rc -ne 0 ]]; then
-    tail -n 40 "$log" >&2
-    die "compilation failed; full log: $log"
-fi
-ar rcs "$LIB.tmp" "$LIB_DIR"/obj/*.o
-mv "$LIB.tmp" "$LIB"
-cp "$LSRC/llama.h" "$LSRC/llama-cpp.h" "$SRC/ggml-opt.h" "$LIB_DIR/include/"
-printf '%s\n' "$config" >"$STAMP"
-step "built $LIB"
+client_build "$CLIENT_SRC/llama.h" "$CLIENT_SRC/llama-cpp.h" "$SRC/ggml-opt.h" -- \
+    "${SOURCES[@]/#/$CLIENT_SRC/}" "$SRC/ggml-opt.cpp"

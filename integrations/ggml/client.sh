@@ -1,0 +1,106 @@
+# Sourced by build-llama.sh and build-whisper.sh: what building a ggml client library (libllama,
+# libwhisper) from an npm package takes besides the client's own file list. The caller sets
+# CLIENT (llama, whisper) and SCRIPT_PATH, then calls client_setup "$@".
+#
+# Defines NPM_SPEC, OUT_DIR, CXX, JOBS, CLIENT_SRC (the client's prepared sources, in the
+# package's cache beside ggml's), LIB_DIR, LIB and STAMP, plus everything package.sh defines.
+
+die()  { echo "$CLIENT-build: error: $*" >&2; exit 1; }
+step() { echo "$CLIENT-build: $*"; }
+
+client_setup() {
+    [[ $# -eq 2 ]] || die "usage: $(basename "$SCRIPT_PATH") NPM_SPEC OUT_DIR   (run build.sh NPM_SPEC OUT_DIR first)"
+    NPM_SPEC=$1
+    OUT_DIR=$(readlink -f "$2")
+    CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
+    JOBS=${GALLOC_JOBS:-2}
+    # shellcheck source=package.sh
+    source "$(dirname "$SCRIPT_PATH")/package.sh"
+    CLIENT_SRC=$PKG_CACHE/$CLIENT-src$SOURCES_SUFFIX
+    LIB_DIR=$OUT_DIR/$CLIENT
+    LIB=$LIB_DIR/lib$CLIENT.a
+    STAMP=$LIB_DIR/.lib$CLIENT.stamp
+    [[ -f $PREPARED && -f $OUT_DIR/libggml-stock.a ]] \
+        || die "run integrations/ggml/build.sh $NPM_SPEC $OUT_DIR first"
+    grep -qx "spec=$NPM_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
+        || die "$OUT_DIR holds ggml for another package (see $OUT_DIR/.libggml-stock.stamp)"
+    exec 9>"$PKG_CACHE/.$CLIENT.lock"
+    if command -v flock >/dev/null 2>&1; then flock 9; fi
+}
+
+# client_extract: the package's cpp/ folder in a fresh CLIENT_TMP/package/cpp.
+client_extract() {
+    fetch_tarball
+    step "extracting $CLIENT.cpp's sources from $(basename "$TARBALL")"
+    CLIENT_TMP=$(mktemp -d "$PKG_CACHE/.extract-$CLIENT.XXXXXX")
+    tar -xzf "$TARBALL" -C "$CLIENT_TMP" package/cpp || { rm -rf "$CLIENT_TMP"; die "cannot extract package/cpp"; }
+}
+
+# client_install STAGE STAMP_TEXT LEFT_PATTERN: removes the prefix build.sh removed from ggml
+# (unless the build keeps the package's names), then makes STAGE the prepared sources. Only
+# ggml's and gguf's names are renamed; LEFT_PATTERN, an extended regex in which PREFIX and
+# UPPER stand for the prefix in lower and upper case, finds what must not be left.
+client_install() {
+    local stage=$1 stamp_text=$2 left_pattern=$3 P left
+    P=$(sed -n 's/^prefix=//p' "$PREPARED")
+    if [[ -n $P && $AS_SHIPPED != 1 ]]; then
+        local U=${P^^}
+        find "$stage" -type f -print0 | xargs -0 sed -i -E \
+            -e "s/${P}_ggml/ggml/g" -e "s/${U}_GGML/GGML/g" -e "s/${P}_gguf/gguf/g" -e "s/${U}_GGUF/GGUF/g"
+        left_pattern=${left_pattern//PREFIX/$P}
+        left=$(grep -rlE "${left_pattern//UPPER/$U}" "$stage" || true)
+        [[ -z $left ]] || { rm -rf "$CLIENT_TMP"; die "prefix '$P' still present in: $left"; }
+    fi
+    rm -rf "$CLIENT_SRC"
+    mv "$stage" "$CLIENT_SRC"
+    rm -rf "$CLIENT_TMP"
+    echo "$stamp_text" >"$CLIENT_SRC/.prepared"
+}
+
+# client_flags: the compile flags for the client's sources, given its include folders.
+client_flags() {
+    FLAGS=(-std=gnu++17 -O1 -g0 -w -fPIC -pthread -DNDEBUG -D_GNU_SOURCE -D_XOPEN_SOURCE=600)
+    local dir
+    for dir in "$@" "$SRC"; do FLAGS+=(-I"$dir"); done
+    [[ -d $SRC/ggml-cpu ]] && FLAGS+=(-I"$SRC/ggml-cpu")
+    return 0
+}
+
+# client_is_fresh SOURCES_TEXT NEWER_INPUT...: whether LIB was built by this script with these
+# flags and sources, and is newer than the script and every NEWER_INPUT.
+client_is_fresh() {
+    CLIENT_CONFIG=$(printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" \
+        "cxx=$CXX $("$CXX" --version 2>/dev/null | head -n1)" "flags=${FLAGS[*]}" "sources=$1")
+    shift
+    [[ -f $LIB && -f $STAMP && $(cat "$STAMP") == "$CLIENT_CONFIG" && $LIB -nt $SCRIPT_PATH ]] || return 1
+    local f
+    for f in "${BASH_SOURCE[0]}" "$@"; do [[ ! $f -nt $LIB ]] || return 1; done
+}
+
+# client_build HEADER... -- SOURCE...: compiles the sources (JOBS at a time) into LIB and
+# copies the headers to LIB_DIR/include.
+client_build() {
+    local -a headers=() sources=()
+    while [[ $# -gt 0 && $1 != -- ]]; do headers+=("$1"); shift; done
+    shift
+    sources=("$@")
+    rm -rf "$LIB_DIR"
+    mkdir -p "$LIB_DIR/obj" "$LIB_DIR/include"
+    local log=$LIB_DIR/build.log rc=0
+    step "compiling ${#sources[@]} files ($NPM_SPEC, -j$JOBS; log: $log)"
+    export CB_CXX=$CXX CB_FLAGS="${FLAGS[*]}" CB_OBJ=$LIB_DIR/obj
+    # shellcheck disable=SC2016
+    printf '%s\0' "${sources[@]}" | xargs -0 -n1 -P "$JOBS" bash -c '
+        src=$1 obj=$CB_OBJ/$(echo "${1#/}" | tr / _).o
+        $CB_CXX $CB_FLAGS -c "$src" -o "$obj" >"$obj.log" 2>&1 || { echo "---- $src"; tail -n 20 "$obj.log"; exit 1; }' _ \
+        >"$log" 2>&1 || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        tail -n 40 "$log" >&2
+        die "compilation failed; full log: $log"
+    fi
+    ar rcs "$LIB.tmp" "$LIB_DIR"/obj/*.o
+    mv "$LIB.tmp" "$LIB"
+    cp "${headers[@]}" "$LIB_DIR/include/"
+    printf '%s\n' "$CLIENT_CONFIG" >"$STAMP"
+    step "built $LIB"
+}
