@@ -40,46 +40,27 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Tensor tensor(std::string name, Op op, std::int64_t ne0, std::initializer_list<TensorId> src = {}) {
-  Tensor t;
-  t.name = std::move(name);
-  t.op = op;
-  t.ne = {ne0, 1, 1, 1};
-  t.nb = contiguous_strides(t.type, t.ne);
-  std::size_t i = 0;
-  for (TensorId s : src) t.src[i++] = s;
-  return t;
-}
-
-Tensor view(Graph& g, std::string name, Op op, TensorId source, std::int64_t ne0, Bytes offset) {
-  Tensor t = tensor(std::move(name), op, ne0, {source});
-  const Tensor& s = g[source];
-  t.view_src = s.is_view() ? s.view_src : source;
-  t.view_offs = (s.is_view() ? s.view_offs : 0) + offset;
-  return t;
-}
-
 // The chain: blocks of ten tensors until there are n.
 Graph chain_graph(std::size_t n) {
   Graph g;
   g.tensors.reserve(n + 16);
-  Tensor x = tensor("x", Op::None, 256);
+  Tensor x = g.new_tensor("x", DataType::F32, {256});
   x.flags |= kFlagInput;
   TensorId prev = g.add_leaf(std::move(x));
   for (std::size_t block = 0; g.tensors.size() < n; ++block) {
     const std::string p = std::to_string(block);
-    const TensorId a = g.add_node(tensor("a" + p, Op::MulMat, 256, {prev}));
-    const TensorId b = g.add_node(tensor("b" + p, Op::Scale, 256, {a}));           // in place over a
-    const TensorId v = g.add_node(view(g, "v" + p, Op::View, b, 128, 512));        // a view of b
-    const TensorId c = g.add_node(tensor("c" + p, Op::MulMat, 256, {v}));
-    const TensorId d = g.add_node(tensor("d" + p, Op::Add, 256, {c, b}));          // in place over c
-    const TensorId br = g.add_node(tensor("br" + p, Op::MulMat, 128, {d}));        // a branch
-    const TensorId e = g.add_node(tensor("e" + p, Op::RmsNorm, 256, {d}));
-    Tensor reshaped = view(g, "r" + p, Op::Reshape, e, 256, 0);
+    const TensorId a = g.add_node(g.new_op("a" + p, Op::MulMat, DataType::F32, {256}, {prev}));
+    const TensorId b = g.add_node(g.new_op("b" + p, Op::Scale, DataType::F32, {256}, {a}));           // in place over a
+    const TensorId v = g.add_node(g.new_view("v" + p, Op::View, b, 512, {128}));        // a view of b
+    const TensorId c = g.add_node(g.new_op("c" + p, Op::MulMat, DataType::F32, {256}, {v}));
+    const TensorId d = g.add_node(g.new_op("d" + p, Op::Add, DataType::F32, {256}, {c, b}));          // in place over c
+    const TensorId br = g.add_node(g.new_op("br" + p, Op::MulMat, DataType::F32, {128}, {d}));        // a branch
+    const TensorId e = g.add_node(g.new_op("e" + p, Op::RmsNorm, DataType::F32, {256}, {d}));
+    Tensor reshaped = g.new_view("r" + p, Op::Reshape, e, 0, {256});
     reshaped.ne = {16, 16, 1, 1};
     reshaped.nb = contiguous_strides(reshaped.type, reshaped.ne);
     const TensorId r = g.add_node(std::move(reshaped));
-    const TensorId f = g.add_node(tensor("f" + p, Op::Mul, 256, {r, br}));         // the join
+    const TensorId f = g.add_node(g.new_op("f" + p, Op::Mul, DataType::F32, {256}, {r, br}));         // the join
     if (block % 100 == 99) g[f].flags |= kFlagOutput;
     prev = f;
   }
@@ -92,21 +73,21 @@ Graph chain_graph(std::size_t n) {
 Graph holes_graph(std::size_t n, Step* holes_node) {
   Graph g;
   g.tensors.reserve(n + 16);
-  Tensor x = tensor("x", Op::None, 64);
+  Tensor x = g.new_tensor("x", DataType::F32, {64});
   x.flags |= kFlagInput;
   const TensorId input = g.add_leaf(std::move(x));
   const std::size_t k = std::max<std::size_t>(16, n * 8 / 10);
   std::vector<TensorId> live;
   live.reserve(k);
   for (std::size_t i = 0; i < k; ++i) {
-    live.push_back(g.add_node(tensor("L" + std::to_string(i), Op::MulMat, 16 + static_cast<std::int64_t>(i % 7) * 8, {input})));
+    live.push_back(g.add_node(g.new_op("L" + std::to_string(i), Op::MulMat, DataType::F32, {16 + static_cast<std::int64_t>(i % 7) * 8}, {input})));
   }
   for (int parity = 0; parity < 2; ++parity) {
     std::vector<TensorId> group;
     for (std::size_t i = static_cast<std::size_t>(parity); i < k; i += 2) {
       group.push_back(live[i]);
       if (group.size() == 8 || i + 2 >= k) {
-        Tensor m = tensor("m" + std::to_string(parity) + "_" + std::to_string(i), Op::Mean, 1);
+        Tensor m = g.new_op("m" + std::to_string(parity) + "_" + std::to_string(i), Op::Mean, DataType::F32, {1}, {});
         for (std::size_t s = 0; s < group.size(); ++s) m.src[s] = group[s];
         g.add_node(std::move(m));
         group.clear();
@@ -121,11 +102,11 @@ Graph holes_graph(std::size_t n, Step* holes_node) {
 Graph chunks_graph(std::size_t n) {
   Graph g;
   g.tensors.reserve(n + 4);
-  Tensor x = tensor("x", Op::None, 256);
+  Tensor x = g.new_tensor("x", DataType::F32, {256});
   x.flags |= kFlagInput;
   TensorId prev = g.add_leaf(std::move(x));
   for (std::size_t i = 1; i < n; ++i) {
-    prev = g.add_node(tensor("t" + std::to_string(i), Op::MulMat, 256, {prev}));
+    prev = g.add_node(g.new_op("t" + std::to_string(i), Op::MulMat, DataType::F32, {256}, {prev}));
     if (i % 4 == 0) g[prev].flags |= kFlagOutput;
   }
   return g;
