@@ -40,8 +40,8 @@ struct Range {
   Bytes size;
 };
 
-std::vector<Range> split_into_buffers(const Graph& graph, Span<const TensorId> tensors,
-                                      const BufferType& type) {
+Result<std::vector<Range>> split_into_buffers(const Graph& graph, Span<const TensorId> tensors,
+                                              const BufferType& type, const ContextOptions& options) {
   const Bytes alignment = std::max<Bytes>(1, type.alignment());
   const Bytes max_size = type.max_size();
   std::vector<Range> ranges;
@@ -50,6 +50,11 @@ std::vector<Range> split_into_buffers(const Graph& graph, Span<const TensorId> t
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = graph[tensors[i]];
     const Bytes size = needs_memory(t) ? align_up(type.alloc_size(t), alignment) : 0;
+    if (options.refuse_tensor_above_max_size && size > max_size) {
+      return invalid_argument("tensor " + t.name + " is too large to fit in a " + type.name() +
+                              " buffer (tensor size: " + std::to_string(size) +
+                              ", max buffer size: " + std::to_string(max_size) + ")");
+    }
     if (current > 0 && current + size > max_size) {
       ranges.push_back({first, i, current});
       first = i;
@@ -64,15 +69,17 @@ std::vector<Range> split_into_buffers(const Graph& graph, Span<const TensorId> t
 
 }  // namespace
 
-Bytes context_allocation_size(const Graph& graph, Span<const TensorId> tensors,
-                              const BufferType& type) {
+Result<Bytes> context_allocation_size(const Graph& graph, Span<const TensorId> tensors,
+                                      const BufferType& type, const ContextOptions& options) {
+  auto ranges = split_into_buffers(graph, tensors, type, options);
+  if (!ranges) return ranges.status();
   Bytes total = 0;
-  for (const Range& range : split_into_buffers(graph, tensors, type)) total += range.size;
+  for (const Range& range : *ranges) total += range.size;
   return total;
 }
 
 Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const TensorId> tensors,
-                                                   const BufferType& type) {
+                                                   const BufferType& type, const ContextOptions& options) {
   for (TensorId id : tensors) {
     if (!graph.contains(id)) {
       return invalid_argument("tensor " + std::to_string(id) + " is not in the graph");
@@ -82,12 +89,15 @@ Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const Tens
     return invalid_argument(type.name() + ": alignment " + std::to_string(type.alignment()) +
                             " is not a power of two");
   }
+  auto ranges = split_into_buffers(graph, tensors, type, options);
+  if (!ranges) return ranges.status();
   ContextAllocation allocation;
+  allocation.tensor_buffer.assign(tensors.size(), -1);
   std::vector<std::pair<TensorId, void*>> placed;  // to undo on failure
   auto undo = [&] {
     for (auto& [id, old] : placed) graph[id].data = old;
   };
-  for (const Range& range : split_into_buffers(graph, tensors, type)) {
+  for (const Range& range : *ranges) {
     auto buffer = type.allocate(range.size);
     if (!buffer) {
       undo();
@@ -104,6 +114,7 @@ Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const Tens
         undo();
         return s;
       }
+      allocation.tensor_buffer[i] = static_cast<int>(allocation.buffers.size());
     }
     allocation.total_size += range.size;
     allocation.buffers.push_back(std::move(buffer).value());

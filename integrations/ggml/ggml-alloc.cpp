@@ -527,28 +527,16 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
   std::vector<TensorId> ids(n);
   for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<TensorId>(i);
 
-  if constexpr (kOlderGeneration) {
-    // the older generation refuses a tensor above the max size instead of giving it a buffer of its own
-    const Bytes alignment = type.alignment();
-    const Bytes max_size = type.max_size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const ggml_tensor* t = converted.ggml[i];
-      if (t->data != nullptr || t->view_src != nullptr) continue;
-      const Bytes size = galloc::align_up(type.alloc_size(converted.graph.tensors[i]), alignment);
-      if (size > max_size) {
-        GGML_LOG_ERROR("%s: tensor %s is too large to fit in a %s buffer (tensor size: %zu, max buffer size: %zu)\n",
-                       function, t->name, ggml_backend_buft_name(buft), static_cast<size_t>(size),
-                       static_cast<size_t>(max_size));
-        return nullptr;
-      }
-    }
-  }
+  galloc::ContextOptions options;
+  options.refuse_tensor_above_max_size = kOlderGeneration;
 
   if (no_alloc) {
-    *nbytes_total = static_cast<size_t>(galloc::context_allocation_size(converted.graph, ids, type));
+    auto size = galloc::context_allocation_size(converted.graph, ids, type, options);
+    if (!size) log_error(function, size.status());
+    *nbytes_total = size ? static_cast<size_t>(*size) : 0;
     return nullptr;
   }
-  auto allocation = galloc::allocate_context_tensors(converted.graph, ids, type);
+  auto allocation = galloc::allocate_context_tensors(converted.graph, ids, type, options);
   if (!allocation) {
     log_error(function, allocation.status());
     return nullptr;
@@ -562,31 +550,16 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
     return nullptr;
   }
 
-  // Hand the addresses to ggml in context order; buffers follow the same order.
-  std::size_t current = 0;
+  // Hand the addresses to ggml in context order.
   for (std::size_t i = 0; i < n; ++i) {
     ggml_tensor* t = converted.ggml[i];
     ggml_status status = GGML_STATUS_SUCCESS;
     if (t->data == nullptr) {
       if (t->view_src == nullptr) {
-        auto* addr = static_cast<std::byte*>(converted.graph.tensors[i].data);
         // empty tensors after the last buffer are left alone, as upstream leaves them
-        if (addr == nullptr) continue;
-        const Bytes size = ggml_backend_buft_get_alloc_size(buft, t);
-        auto holds = [&](std::size_t b) {
-          std::byte* base = buffers[b]->base();
-          const Bytes capacity = buffers[b]->size();
-          if (addr < base) return false;
-          const auto offset = static_cast<Bytes>(addr - base);
-          return offset <= capacity && size <= capacity - offset;
-        };
-        while (current < buffers.size() && !holds(current)) ++current;
-        if (current == buffers.size()) {
-          log_error(function, galloc::internal_error("tensor " + std::string(t->name) +
-                                                     " was placed outside every buffer"));
-          return nullptr;
-        }
-        status = tensor_alloc(handle_of(buffers[current].get()), t, addr);
+        const int b = allocation->tensor_buffer[i];
+        if (b < 0) continue;
+        status = tensor_alloc(handle_of(buffers[static_cast<std::size_t>(b)].get()), t, converted.graph.tensors[i].data);
       } else if (t->buffer == nullptr) {
         status = view_init(t);
       }

@@ -158,13 +158,13 @@ TEST(AllocateContextTensors, SplitsIntoBuffersAtTheMaxSize) {
   const TensorId a = ctx.add_f32("a", 4);
   const TensorId b = ctx.add_f32("b", 4);
   const TensorId c = ctx.add_f32("c", 2);
-  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type), 40u);
+  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type).value(), 40u);
   auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type);
   ASSERT_TRUE(allocation.is_ok()) << allocation.status().to_string();
   EXPECT_EQ(buffer_sizes(*allocation), (std::vector<Bytes>{32, 8}));
   EXPECT_EQ(allocation->total_size, 40u);
   // Now every tensor has memory: a second allocation would need nothing (as in ggml).
-  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type), 0u);
+  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type).value(), 0u);
   EXPECT_EQ(offset_in(*allocation, 0, ctx.graph[a]), 0u);
   EXPECT_EQ(offset_in(*allocation, 0, ctx.graph[b]), 16u);
   EXPECT_EQ(offset_in(*allocation, 1, ctx.graph[c]), 0u);
@@ -181,11 +181,12 @@ TEST(AllocateContextTensors, ATensorLargerThanTheMaxGetsItsOwnBuffer) {
   ctx.add_f32("a", 2);
   const TensorId big = ctx.add_f32("big", 12);
   ctx.add_f32("c", 2);
-  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type), 64u);
+  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type).value(), 64u);
   auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type);
   ASSERT_TRUE(allocation.is_ok());
   EXPECT_EQ(buffer_sizes(*allocation), (std::vector<Bytes>{8, 48, 8}));
   EXPECT_EQ(offset_in(*allocation, 1, ctx.graph[big]), 0u);
+  EXPECT_EQ(allocation->tensor_buffer, (std::vector<int>{0, 1, 2}));
 
   Context first;  // first in line: nothing to close, it opens the first buffer alone
   first.add_f32("big", 12);
@@ -208,7 +209,7 @@ TEST(AllocateContextTensors, SkipsTensorsThatHaveMemory) {
   const TensorId p = ctx.add_f32("p", 4);
   ctx.graph[p].data = preset;
   const TensorId b = ctx.add_f32("b", 4);
-  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type), 32u);
+  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type).value(), 32u);
   auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type);
   ASSERT_TRUE(allocation.is_ok());
   EXPECT_EQ(buffer_sizes(*allocation), (std::vector<Bytes>{32}));
@@ -216,6 +217,26 @@ TEST(AllocateContextTensors, SkipsTensorsThatHaveMemory) {
   EXPECT_EQ(ctx.graph[p].data, static_cast<void*>(preset));
   EXPECT_EQ(offset_in(*allocation, 0, ctx.graph[a]), 0u);
   EXPECT_EQ(offset_in(*allocation, 0, ctx.graph[b]), 16u);
+}
+
+// ggml before 2025 refuses such a tensor instead: an error naming it, nothing allocated.
+TEST(AllocateContextTensors, RefusesATensorAboveTheMaxWhenAsked) {
+  NullBufferType type(8, 32);
+  Context ctx;
+  const TensorId a = ctx.add_f32("a", 2);
+  ctx.add_f32("big", 12);
+  ContextOptions options;
+  options.refuse_tensor_above_max_size = true;
+  const auto size = context_allocation_size(ctx.graph, ctx.order, type, options);
+  EXPECT_EQ(size.status().code(), ErrorCode::kInvalidArgument);
+  auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type, options);
+  ASSERT_FALSE(allocation.is_ok());
+  EXPECT_EQ(allocation.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(allocation.status().message().find("tensor big is too large to fit in a null buffer (tensor size: 48, max buffer size: 32)"),
+            std::string::npos)
+      << allocation.status().message();
+  EXPECT_EQ(type.allocations(), 0u);
+  EXPECT_EQ(ctx.graph[a].data, nullptr);
 }
 
 TEST(AllocateContextTensors, NothingToAllocateGivesNoBuffers) {
@@ -230,7 +251,7 @@ TEST(AllocateContextTensors, NothingToAllocateGivesNoBuffers) {
   EXPECT_TRUE(allocation->buffers.empty());
   EXPECT_EQ(allocation->total_size, 0u);
   EXPECT_EQ(type.allocations(), 0u);
-  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type), 0u);
+  EXPECT_EQ(context_allocation_size(ctx.graph, ctx.order, type).value(), 0u);
   const std::vector<TensorId> none;
   EXPECT_TRUE(allocate_context_tensors(ctx.graph, none, type).is_ok());
 }
@@ -285,7 +306,7 @@ TEST_P(ContextAllocationSize, MatchesTheAllocation) {
   for (std::size_t i = 0; i < c.elements.size(); ++i) {
     ctx.add_f32(("t" + std::to_string(i)).c_str(), c.elements[i]);
   }
-  const Bytes expected = context_allocation_size(ctx.graph, ctx.order, type);
+  const Bytes expected = context_allocation_size(ctx.graph, ctx.order, type).value();
   auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type);
   ASSERT_TRUE(allocation.is_ok());
   EXPECT_EQ(allocation->total_size, expected);
