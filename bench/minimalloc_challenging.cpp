@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       std::printf("%-16s %s\n", file.filename().string().c_str(), problem.status().to_string().c_str());
       continue;
     }
-    const galloc::Lifetimes& lifetimes = problem->lifetimes;
+    const galloc::Problem& lifetimes = problem->problem;
     const galloc::Bytes peak = galloc::live_lower_bound(lifetimes).front();
     const galloc::Placement greedy = galloc::place_greedy(lifetimes);
     const galloc::Bytes greedy_size = total(greedy.chunk_sizes.front());

@@ -409,14 +409,14 @@ void DynamicAllocator::reset() {
 // graph's calls take a few nanoseconds, so a call or a branch more shows.
 ChunkAddress DynamicAllocator::allocate(Bytes size) {
   size = aligned(size);
-  if (scan_size_ > kIndexThreshold) return allocate_past_threshold(size);
+  if (scan_size_ > detail::kIndexThreshold) return allocate_past_threshold(size);
   return allocate_by_scan(size);
 }
 
 void DynamicAllocator::free(ChunkAddress address, Bytes size) {
   if (address.chunk < 0 || address.chunk >= chunk_count()) return;
   size = aligned(size);
-  if (scan_size_ > kIndexThreshold) {
+  if (scan_size_ > detail::kIndexThreshold) {
     free_past_threshold(address, size);
     return;
   }

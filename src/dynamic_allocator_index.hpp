@@ -3,12 +3,16 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "galloc/types.hpp"
 
 namespace galloc::detail {
+
+// Free blocks + chunks above which DynamicAllocator's search trees replace its scans.
+inline constexpr std::size_t kIndexThreshold = 128;
 
 // A max segment tree over chunk ids: per chunk, the size of its largest inner block (0 for
 // none). Finds the highest chunk whose largest inner block reaches a size: the chunk upstream's

@@ -291,7 +291,6 @@ class LivenessWalk {
 
     StorageObject& storage = out_.storages.emplace_back();
     storage.allocator = out_.buffer_allocator[static_cast<std::size_t>(buffer)];
-    storage.buffer = buffer;
     storage.size = aligned_size(buffer, id);
     storage.live = {static_cast<Step>(out_.events.size()), -1};
     storage.first_tensor = id;

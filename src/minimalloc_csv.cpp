@@ -96,12 +96,11 @@ struct Row {
 };
 
 Result<CsvProblem> build_problem(std::vector<Row> rows, bool has_alignment, const CsvOptions& options) {
-  CsvProblem problem;
-  problem.has_alignment_column = has_alignment;
+  CsvProblem csv;
+  csv.has_alignment_column = has_alignment;
   Bytes alignment = 1;
   for (const Row& row : rows) alignment = std::max(alignment, row.alignment);
-  problem.lifetimes.allocators.push_back({alignment, options.max_chunk_size});
-  problem.lifetimes.buffer_allocator.push_back(0);
+  csv.problem.allocators.push_back({alignment, options.max_chunk_size});
 
   struct Point {
     TimeValue time;
@@ -120,17 +119,16 @@ Result<CsvProblem> build_problem(std::vector<Row> rows, bool has_alignment, cons
     return a.row < b.row;
   });
 
-  problem.lifetimes.storages.resize(rows.size());
-  problem.lifetimes.events.reserve(points.size());
+  csv.problem.storages.resize(rows.size());
+  csv.problem.events.reserve(points.size());
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    StorageObject& storage = problem.lifetimes.storages[r];
+    StorageObject& storage = csv.problem.storages[r];
     storage.allocator = 0;
-    storage.buffer = 0;
     storage.size = align_up(rows[r].size, alignment);
   }
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Point& point = points[i];
-    StorageObject& storage = problem.lifetimes.storages[point.row];
+    StorageObject& storage = csv.problem.storages[point.row];
     LifetimeEvent event;
     event.storage = static_cast<StorageId>(point.row);
     event.size = storage.size;
@@ -141,17 +139,17 @@ Result<CsvProblem> build_problem(std::vector<Row> rows, bool has_alignment, cons
       event.kind = LifetimeEvent::Kind::kFree;
       storage.live.upper = static_cast<Step>(i);
     }
-    problem.lifetimes.events.push_back(event);
+    csv.problem.events.push_back(event);
   }
 
   for (Row& row : rows) {
-    problem.ids.push_back(std::move(row.id));
-    problem.given_offsets.push_back(row.offset);
-    problem.times.push_back(row.time);
-    problem.sizes.push_back(row.size);
-    problem.alignments.push_back(row.alignment);
+    csv.ids.push_back(std::move(row.id));
+    csv.given_offsets.push_back(row.offset);
+    csv.times.push_back(row.time);
+    csv.sizes.push_back(row.size);
+    csv.alignments.push_back(row.alignment);
   }
-  return problem;
+  return csv;
 }
 
 }  // namespace
@@ -286,15 +284,15 @@ Result<CsvProblem> read_minimalloc_csv(std::istream& input, const CsvOptions& op
 Result<CsvProblem> read_minimalloc_csv(const std::filesystem::path& path, const CsvOptions& options) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return invalid_argument("cannot open '" + path.string() + "'");
-  auto problem = read_minimalloc_csv(file, options);
-  if (!problem) return invalid_argument(path.string() + ": " + problem.status().message());
-  return problem;
+  auto csv = read_minimalloc_csv(file, options);
+  if (!csv) return invalid_argument(path.string() + ": " + csv.status().message());
+  return csv;
 }
 
-void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const Placement* placement) {
-  const std::size_t n = problem.ids.size();
+void write_minimalloc_csv(std::ostream& output, const CsvProblem& csv, const Placement* placement) {
+  const std::size_t n = csv.ids.size();
   bool all_given = n > 0;
-  for (const auto& offset : problem.given_offsets) all_given = all_given && offset.has_value();
+  for (const auto& offset : csv.given_offsets) all_given = all_given && offset.has_value();
   const bool with_offsets = placement != nullptr || all_given;
 
   // Chunks laid end to end: chunk c starts where chunks 0..c-1 end.
@@ -308,13 +306,13 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const
   }
 
   output << "id,lower,upper,size";
-  if (problem.has_alignment_column) output << ",alignment";
+  if (csv.has_alignment_column) output << ",alignment";
   if (with_offsets) output << ",offset";
   output << '\n';
   for (std::size_t r = 0; r < n; ++r) {
-    output << problem.ids[r] << ',' << problem.times[r].lower << ',' << problem.times[r].upper << ','
-           << problem.sizes[r];
-    if (problem.has_alignment_column) output << ',' << problem.alignments[r];
+    output << csv.ids[r] << ',' << csv.times[r].lower << ',' << csv.times[r].upper << ','
+           << csv.sizes[r];
+    if (csv.has_alignment_column) output << ',' << csv.alignments[r];
     if (with_offsets) {
       output << ',';
       if (placement != nullptr) {
@@ -324,23 +322,23 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const
             output << chunk_base[static_cast<std::size_t>(address.chunk)] + address.offset;
           }
         }
-      } else if (problem.given_offsets[r]) {
-        output << *problem.given_offsets[r];
+      } else if (csv.given_offsets[r]) {
+        output << *csv.given_offsets[r];
       }
     }
     output << '\n';
   }
 }
 
-Result<Placement> given_placement(const CsvProblem& problem) {
+Result<Placement> given_placement(const CsvProblem& csv) {
   Placement placement;
-  placement.chunk_sizes.assign(problem.lifetimes.allocators.size(), {});
+  placement.chunk_sizes.assign(csv.problem.allocators.size(), {});
   Bytes high = 0;
-  for (std::size_t r = 0; r < problem.given_offsets.size(); ++r) {
-    if (!problem.given_offsets[r]) return invalid_argument("row " + std::to_string(r) + " (id '" + problem.ids[r] + "') has no offset");
-    const Offset offset = *problem.given_offsets[r];
+  for (std::size_t r = 0; r < csv.given_offsets.size(); ++r) {
+    if (!csv.given_offsets[r]) return invalid_argument("row " + std::to_string(r) + " (id '" + csv.ids[r] + "') has no offset");
+    const Offset offset = *csv.given_offsets[r];
     placement.storage_address.push_back({0, offset});
-    high = std::max(high, offset + problem.lifetimes.storages[r].size);
+    high = std::max(high, offset + csv.problem.storages[r].size);
   }
   if (!placement.chunk_sizes.empty()) placement.chunk_sizes.front().push_back(high);
   return placement;
@@ -357,14 +355,14 @@ std::optional<Bytes> capacity_from_file_name(const std::filesystem::path& path) 
   return value;
 }
 
-Result<Placement> place_exact(const CsvProblem& problem, const Placement& start, const ExactOptions& options) {
+Result<Placement> place_exact(const CsvProblem& csv, const Placement& start, const ExactOptions& options) {
   ExactOptions timed = options;
   timed.durations.clear();
-  timed.durations.reserve(problem.times.size());
-  for (const Interval<TimeValue>& time : problem.times) {
+  timed.durations.reserve(csv.times.size());
+  for (const Interval<TimeValue>& time : csv.times) {
     timed.durations.push_back(static_cast<double>(time.upper) - static_cast<double>(time.lower));
   }
-  return place_exact(problem.lifetimes, start, timed);
+  return place_exact(csv.problem, start, timed);
 }
 
 }  // namespace galloc

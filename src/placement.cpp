@@ -1,71 +1,98 @@
 #include "galloc/placement.hpp"
 
 #include <algorithm>
-#include <array>
+#include <iterator>
+#include <string>
+
+#include "placement_internal.hpp"
 
 namespace galloc {
 
 namespace {
-struct StrategyName {
-  Strategy strategy;
-  std::string_view name;
-};
-constexpr std::array<StrategyName, 4> kStrategies{{{Strategy::kGgml, "ggml"},
-                                                   {Strategy::kGreedy, "greedy"},
-                                                   {Strategy::kExact, "exact"},
-                                                   {Strategy::kBest, "best"}}};
 
-// A placement function best may try; each sees the lifetimes best plans with.
-using PlacementFunction = Placement (*)(const Lifetimes&);
-
-// best's candidates after ggml, the most often smallest first, since best stops at the first
-// that reaches the lower bound. Greedy by size into the lowest gap is the smallest on 19 of the
-// 23 zoo graphs and on 96% of random allocators; lowest-offset-first (busiest, then area)
-// reaches the bound on all 23 (on ViT-B/16, ResNet-50, training-llama-2l and gpt2-small-tg1
-// alone). Each of the rest is the only smallest on a few random graphs (of about 1,700
-// allocators: by size best fit 8, by start best fit 3, by start lowest offset 1; the lifetime
-// order lowers the geometric mean over random graphs from 1.0040 to 1.0015 with the others),
-// so they stay, behind.
-constexpr std::array<PlacementFunction, 6> kCandidatesAfterGgml{
-    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset}); },
-    [](const Lifetimes& l) { return place_lowest_offset_first(l, {LowestOffsetOrder::kBusiestThenArea}); },
-    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kDecreasingSize, GapChoice::kBestFit}); },
-    [](const Lifetimes& l) { return place_lowest_offset_first(l, {LowestOffsetOrder::kBusiestThenLifetime}); },
-    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kBestFit}); },
-    [](const Lifetimes& l) { return place_greedy(l, {GreedyOrder::kStartTime, GapChoice::kLowestOffset}); },
-};
-
-// Which of the first two goes first is a matter of cost: up to this size they swap. On small
-// graphs lowest-offset-first costs about what greedy does, so trying it first costs little
-// where greedy would have been enough and saves greedy's attempt where it falls short
-// (training-llama-2l, ResNet-50, ViT-B/16, gpt2-small-tg1); above it, greedy, cheaper on most
-// large graphs, goes first. docs/PERFORMANCE.md has the measured costs.
-constexpr std::size_t kLowestOffsetFirstUpTo = 336;
-
-// ggml, then the candidates until every allocator is at its lower bound.
-Placement best_of_fast_strategies(const Lifetimes& lifetimes) {
-  const std::vector<Bytes> lower = live_lower_bound(lifetimes);
-  Placement best = place_ggml(lifetimes);
-  std::array<PlacementFunction, 6> candidates = kCandidatesAfterGgml;
-  if (lifetimes.storages.size() <= kLowestOffsetFirstUpTo) std::swap(candidates[0], candidates[1]);
-  for (PlacementFunction candidate : candidates) {
-    if (cannot_be_beaten(lifetimes, best, lower)) break;
-    best = smallest_per_allocator(lifetimes, {std::move(best), candidate(lifetimes)});
-  }
-  return best;
+template <GreedyOrder order, GapChoice gap>
+Result<Placement> run_greedy(const Problem& problem, const PlacementOptions&) {
+  return place_greedy(problem, {order, gap});
 }
+
+template <LowestOffsetOrder order>
+Result<Placement> run_lowest_offset_first(const Problem& problem, const PlacementOptions&) {
+  return place_lowest_offset_first(problem, {order});
+}
+
+Result<Placement> run_ggml(const Problem& problem, const PlacementOptions&) { return place_ggml(problem); }
+
+Result<Placement> run_exact(const Problem& problem, const PlacementOptions& options) {
+  return place_exact(problem, detail::best_of_heuristics(problem), options.exact);
+}
+
+Result<Placement> run_best(const Problem& problem, const PlacementOptions& options) {
+  Placement best = detail::best_of_heuristics(problem);
+  if (options.best_search_seconds <= 0) return best;
+  const auto lower = live_lower_bound(problem);
+  bool worth_it = false;
+  for (std::size_t a = 0; a < lower.size(); ++a) {
+    const auto size = static_cast<double>(chunks_total(best.chunk_sizes[a]));
+    worth_it = worth_it || size > static_cast<double>(lower[a]) * (1.0 + options.best_search_min_gap);
+  }
+  if (!worth_it) return best;
+  ExactOptions search;
+  search.time_limit_seconds = options.best_search_seconds;
+  auto searched = place_exact(problem, best, search);
+  if (!searched) return best;
+  return detail::smallest_per_allocator(problem, {std::move(best), std::move(searched).value()});
+}
+
+// The heuristics in the order best tries them: ggml first, the most often smallest next,
+// since best stops at the first that reaches the lower bound. Greedy by size into the lowest
+// gap is the smallest on 19 of the 23 zoo graphs and on 96% of random allocators;
+// lowest-offset-first (busiest, then area) reaches the bound on all 23 (on ViT-B/16,
+// ResNet-50, training-llama-2l and gpt2-small-tg1 alone). Each of the rest is the only
+// smallest on a few random graphs (of about 1,700 allocators: by size best fit 8, by start
+// best fit 3, by start lowest offset 1; the lifetime order lowers the geometric mean over
+// random graphs from 1.0040 to 1.0015 with the others), so they stay, behind.
+constexpr NamedStrategy kRegistry[] = {
+    {Strategy::kGgml, "ggml", "online best fit in execution order, exactly as upstream ggml-alloc", true, run_ggml},
+    {Strategy::kGreedyLowestOffset, "greedy-lowest-offset",
+     "largest first, each into the lowest gap that fits", true,
+     run_greedy<GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset>},
+    {Strategy::kLowestOffsetFirst, "lowest-offset-first",
+     "lowest offset first; the busiest, then the largest area (MiniMalloc's first descent)", true,
+     run_lowest_offset_first<LowestOffsetOrder::kBusiestThenArea>},
+    {Strategy::kGreedy, "greedy", "largest first, each into the best-fitting gap", true,
+     run_greedy<GreedyOrder::kDecreasingSize, GapChoice::kBestFit>},
+    {Strategy::kLowestOffsetFirstByLifetime, "lowest-offset-first-by-lifetime",
+     "lowest offset first; the busiest, then the longest lifetime", true,
+     run_lowest_offset_first<LowestOffsetOrder::kBusiestThenLifetime>},
+    {Strategy::kGreedyByStart, "greedy-by-start", "in order of allocation, each into the best-fitting gap",
+     true, run_greedy<GreedyOrder::kStartTime, GapChoice::kBestFit>},
+    {Strategy::kGreedyByStartLowestOffset, "greedy-by-start-lowest-offset",
+     "in order of allocation, each into the lowest gap that fits", true,
+     run_greedy<GreedyOrder::kStartTime, GapChoice::kLowestOffset>},
+    {Strategy::kExact, "exact", "search for the smallest placement within a time limit (MiniMalloc)", false,
+     run_exact},
+    {Strategy::kBest, "best", "per buffer the smallest of the heuristics, never worse than ggml", false, run_best},
+};
+
+const NamedStrategy* find(Strategy strategy) {
+  for (const NamedStrategy& entry : kRegistry) {
+    if (entry.strategy == strategy) return &entry;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
+Span<const NamedStrategy> strategy_registry() { return {kRegistry, std::size(kRegistry)}; }
+
 std::string_view strategy_name(Strategy strategy) {
-  for (const auto& entry : kStrategies) {
-    if (entry.strategy == strategy) return entry.name;
-  }
-  return "unknown";
+  const NamedStrategy* entry = find(strategy);
+  return entry == nullptr ? "unknown" : entry->name;
 }
 
 Result<Strategy> strategy_from_name(std::string_view name) {
   std::string known;
-  for (const auto& entry : kStrategies) {
+  for (const NamedStrategy& entry : kRegistry) {
     if (entry.name == name) return entry.strategy;
     known += (known.empty() ? "" : ", ") + std::string(entry.name);
   }
@@ -74,40 +101,41 @@ Result<Strategy> strategy_from_name(std::string_view name) {
 
 std::vector<Strategy> all_strategies() {
   std::vector<Strategy> result;
-  for (const auto& entry : kStrategies) result.push_back(entry.strategy);
+  for (const NamedStrategy& entry : kRegistry) result.push_back(entry.strategy);
   return result;
 }
 
-Result<Placement> place(const Lifetimes& lifetimes, const PlacementOptions& options) {
-  switch (options.strategy) {
-    case Strategy::kGgml:
-      return place_ggml(lifetimes);
-    case Strategy::kGreedy:
-      return place_greedy(lifetimes);
-    case Strategy::kExact:
-      return place_exact(lifetimes, best_of_fast_strategies(lifetimes), options.exact);
-    case Strategy::kBest: {
-      Placement best = best_of_fast_strategies(lifetimes);
-      if (options.best_search_seconds <= 0) return best;
-      const auto lower = live_lower_bound(lifetimes);
-      bool worth_it = false;
-      for (std::size_t a = 0; a < lower.size(); ++a) {
-        const auto size = static_cast<double>(chunks_total(best.chunk_sizes[a]));
-        worth_it = worth_it || size > static_cast<double>(lower[a]) * (1.0 + options.best_search_min_gap);
-      }
-      if (!worth_it) return best;
-      ExactOptions search;
-      search.time_limit_seconds = options.best_search_seconds;
-      auto searched = place_exact(lifetimes, best, search);
-      if (!searched) return best;
-      return smallest_per_allocator(lifetimes, {std::move(best), std::move(searched).value()});
-    }
+Result<Placement> place(const Problem& problem, const PlacementOptions& options) {
+  const NamedStrategy* entry = find(options.strategy);
+  if (entry == nullptr) {
+    return invalid_argument("unknown strategy " + std::to_string(static_cast<int>(options.strategy)));
   }
-  return invalid_argument("unknown strategy " + std::to_string(static_cast<int>(options.strategy)));
+  return entry->place(problem, options);
 }
 
-Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placement> candidates) {
-  const std::size_t n_allocators = lifetimes.allocators.size();
+namespace detail {
+
+Placement best_of_heuristics(const Problem& problem) {
+  const std::vector<Bytes> lower = live_lower_bound(problem);
+  std::vector<const NamedStrategy*> candidates;
+  for (const NamedStrategy& entry : kRegistry) {
+    if (entry.heuristic) candidates.push_back(&entry);
+  }
+  if (problem.storages.size() <= kLowestOffsetFirstUpTo && candidates.size() > 2) {
+    std::swap(candidates[1], candidates[2]);
+  }
+  const PlacementOptions options;
+  Placement best;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (i > 0 && cannot_be_beaten(problem, best, lower)) break;
+    Placement next = std::move(candidates[i]->place(problem, options)).value();
+    best = i == 0 ? std::move(next) : smallest_per_allocator(problem, {std::move(best), std::move(next)});
+  }
+  return best;
+}
+
+Placement smallest_per_allocator(const Problem& problem, std::vector<Placement> candidates) {
+  const std::size_t n_allocators = problem.allocators.size();
   // Strictly smaller, or as small with fewer chunks; earlier candidates win ties.
   std::vector<std::size_t> winner(n_allocators, 0);
   for (std::size_t a = 0; a < n_allocators; ++a) {
@@ -122,14 +150,47 @@ Placement smallest_per_allocator(const Lifetimes& lifetimes, std::vector<Placeme
     }
   }
   Placement best;
-  best.storage_address.resize(lifetimes.storages.size());
-  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
-    const auto a = static_cast<std::size_t>(lifetimes.storages[s].allocator);
+  best.storage_address.resize(problem.storages.size());
+  for (std::size_t s = 0; s < problem.storages.size(); ++s) {
+    const auto a = static_cast<std::size_t>(problem.storages[s].allocator);
     best.storage_address[s] = candidates[winner[a]].storage_address[s];
   }
   for (std::size_t a = 0; a < n_allocators; ++a) best.chunk_sizes.push_back(candidates[winner[a]].chunk_sizes[a]);
   return best;
 }
+
+
+std::vector<std::vector<StorageId>> storages_by_allocator(const Problem& problem) {
+  // Counted first, so that each list is allocated once: on small graphs the allocations were
+  // a visible part of a strategy's time (docs/PERFORMANCE.md).
+  std::vector<std::size_t> count(problem.allocators.size(), 0);
+  for (const StorageObject& object : problem.storages) ++count[static_cast<std::size_t>(object.allocator)];
+  std::vector<std::vector<StorageId>> ids(count.size());
+  for (std::size_t a = 0; a < count.size(); ++a) ids[a].reserve(count[a]);
+  for (std::size_t s = 0; s < problem.storages.size(); ++s) {
+    ids[static_cast<std::size_t>(problem.storages[s].allocator)].push_back(static_cast<StorageId>(s));
+  }
+  return ids;
+}
+
+
+bool cannot_be_beaten(const Problem& problem, const Placement& placement, const std::vector<Bytes>& lower) {
+  for (std::size_t a = 0; a < lower.size(); ++a) {
+    const auto& chunks = placement.chunk_sizes[a];
+    if (chunks_total(chunks) > lower[a]) return false;
+    if (chunks.size() <= 1) continue;
+    // Chunks no larger than the max size (no object above it) cannot hold the lower bound in
+    // fewer than lower / max size of them.
+    const Bytes limit = problem.allocators[a].max_chunk_size;
+    if (std::any_of(chunks.begin(), chunks.end(), [&](Bytes c) { return c > limit; })) return false;
+    // A max size of 0 (a buffer type that takes nothing) leaves only empty chunks here.
+    const Bytes fewest = limit == 0 ? 0 : lower[a] / limit + (lower[a] % limit != 0 ? 1 : 0);
+    if (chunks.size() > fewest) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
 
 Bytes chunks_total(const std::vector<Bytes>& chunk_sizes) {
   Bytes sum = 0;
@@ -137,25 +198,12 @@ Bytes chunks_total(const std::vector<Bytes>& chunk_sizes) {
   return sum;
 }
 
-std::vector<std::vector<StorageId>> storages_by_allocator(const Lifetimes& lifetimes) {
-  // Counted first, so that each list is allocated once: on small graphs the allocations were
-  // a visible part of a strategy's time (docs/PERFORMANCE.md).
-  std::vector<std::size_t> count(lifetimes.allocators.size(), 0);
-  for (const StorageObject& object : lifetimes.storages) ++count[static_cast<std::size_t>(object.allocator)];
-  std::vector<std::vector<StorageId>> ids(count.size());
-  for (std::size_t a = 0; a < count.size(); ++a) ids[a].reserve(count[a]);
-  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
-    ids[static_cast<std::size_t>(lifetimes.storages[s].allocator)].push_back(static_cast<StorageId>(s));
-  }
-  return ids;
-}
-
-std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {
-  std::vector<Bytes> live(lifetimes.allocators.size(), 0);
-  std::vector<Bytes> peak(lifetimes.allocators.size(), 0);
-  for (const LifetimeEvent& event : lifetimes.events) {
+std::vector<Bytes> live_lower_bound(const Problem& problem) {
+  std::vector<Bytes> live(problem.allocators.size(), 0);
+  std::vector<Bytes> peak(problem.allocators.size(), 0);
+  for (const LifetimeEvent& event : problem.events) {
     const auto a = static_cast<std::size_t>(
-        lifetimes.storages[static_cast<std::size_t>(event.storage)].allocator);
+        problem.storages[static_cast<std::size_t>(event.storage)].allocator);
     if (event.kind == LifetimeEvent::Kind::kAllocate) {
       live[a] += event.size;
       peak[a] = std::max(peak[a], live[a]);
@@ -166,25 +214,9 @@ std::vector<Bytes> live_lower_bound(const Lifetimes& lifetimes) {
   return peak;
 }
 
-bool cannot_be_beaten(const Lifetimes& lifetimes, const Placement& placement, const std::vector<Bytes>& lower) {
-  for (std::size_t a = 0; a < lower.size(); ++a) {
-    const auto& chunks = placement.chunk_sizes[a];
-    if (chunks_total(chunks) > lower[a]) return false;
-    if (chunks.size() <= 1) continue;
-    // Chunks no larger than the max size (no object above it) cannot hold the lower bound in
-    // fewer than lower / max size of them.
-    const Bytes limit = lifetimes.allocators[a].max_chunk_size;
-    if (std::any_of(chunks.begin(), chunks.end(), [&](Bytes c) { return c > limit; })) return false;
-    // A max size of 0 (a buffer type that takes nothing) leaves only empty chunks here.
-    const Bytes fewest = limit == 0 ? 0 : lower[a] / limit + (lower[a] % limit != 0 ? 1 : 0);
-    if (chunks.size() > fewest) return false;
-  }
-  return true;
-}
-
-std::vector<Bytes> no_reuse_size(const Lifetimes& lifetimes) {
-  std::vector<Bytes> total(lifetimes.allocators.size(), 0);
-  for (const StorageObject& storage : lifetimes.storages) {
+std::vector<Bytes> no_reuse_size(const Problem& problem) {
+  std::vector<Bytes> total(problem.allocators.size(), 0);
+  for (const StorageObject& storage : problem.storages) {
     total[static_cast<std::size_t>(storage.allocator)] += storage.size;
   }
   return total;

@@ -1,5 +1,7 @@
 #include "galloc/planner.hpp"
 
+#include "placement_internal.hpp"
+
 namespace galloc {
 
 Result<PlanningResult> plan_graph(const Graph& graph, Span<const BufferType* const> buffer_types,
@@ -23,12 +25,12 @@ Result<PlanningResult> plan_graph(const Graph& graph, Span<const BufferType* con
   // lower bound upstream's placement cannot be smaller. Only otherwise are upstream's
   // lifetimes worth a second walk of the graph.
   if (options.strategy == Strategy::kBest && deferred->deferred_leafs > 0 &&
-      !cannot_be_beaten(*deferred, *placement, live_lower_bound(*deferred))) {
+      !detail::cannot_be_beaten(*deferred, *placement, live_lower_bound(*deferred))) {
     auto upstream = analyze_lifetimes(graph, buffer_types, assignment);
     if (!upstream) return upstream.status();
     // Deferring only shortens intervals of the same storage objects, so upstream's placement
     // is valid for the deferred lifetimes too; it wins ties.
-    placement = smallest_per_allocator(*deferred, {place_ggml(*upstream), std::move(placement).value()});
+    placement = detail::smallest_per_allocator(*deferred, {place_ggml(*upstream), std::move(placement).value()});
   }
   Plan plan = make_plan(graph, buffer_types, *deferred, *placement, name);
   return PlanningResult{std::move(deferred).value(), std::move(placement).value(), std::move(plan)};

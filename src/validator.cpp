@@ -18,8 +18,8 @@ struct Extent {
   StorageId storage;
 };
 
-std::string storage_label(const Lifetimes& lifetimes, StorageId s) {
-  const StorageObject& storage = lifetimes.storages[static_cast<std::size_t>(s)];
+std::string storage_label(const Problem& problem, StorageId s) {
+  const StorageObject& storage = problem.storages[static_cast<std::size_t>(s)];
   return "storage " + std::to_string(s) + " (first tensor " + std::to_string(storage.first_tensor) +
          ", " + std::to_string(storage.size) + " bytes, steps [" +
          std::to_string(storage.live.lower) + ", " + std::to_string(storage.live.upper) + "))";
@@ -27,43 +27,43 @@ std::string storage_label(const Lifetimes& lifetimes, StorageId s) {
 
 }  // namespace
 
-std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes, const Placement& placement) {
+std::vector<PlacementIssue> validate_placement(const Problem& problem, const Placement& placement) {
   std::vector<PlacementIssue> issues;
-  if (placement.storage_address.size() != lifetimes.storages.size() ||
-      placement.chunk_sizes.size() != lifetimes.allocators.size()) {
+  if (placement.storage_address.size() != problem.storages.size() ||
+      placement.chunk_sizes.size() != problem.allocators.size()) {
     issues.push_back({PlacementIssueKind::kMissingAddress, -1, -1,
                       "placement covers " + std::to_string(placement.storage_address.size()) +
                           " storage objects and " + std::to_string(placement.chunk_sizes.size()) +
-                          " allocators; the lifetimes have " +
-                          std::to_string(lifetimes.storages.size()) + " and " +
-                          std::to_string(lifetimes.allocators.size())});
+                          " allocators; the problem has " +
+                          std::to_string(problem.storages.size()) + " and " +
+                          std::to_string(problem.allocators.size())});
     return issues;
   }
 
   // Extents grouped by (allocator, chunk).
   std::map<std::pair<AllocatorId, ChunkId>, std::vector<Extent>> groups;
-  std::vector<Bytes> largest(lifetimes.allocators.size(), 0);
-  for (std::size_t i = 0; i < lifetimes.storages.size(); ++i) {
+  std::vector<Bytes> largest(problem.allocators.size(), 0);
+  for (std::size_t i = 0; i < problem.storages.size(); ++i) {
     const auto s = static_cast<StorageId>(i);
-    const StorageObject& storage = lifetimes.storages[i];
+    const StorageObject& storage = problem.storages[i];
     const ChunkAddress address = placement.storage_address[i];
     const auto a = static_cast<std::size_t>(storage.allocator);
     const auto& chunks = placement.chunk_sizes[a];
     largest[a] = std::max(largest[a], storage.size);
     if (address.chunk < 0 || static_cast<std::size_t>(address.chunk) >= chunks.size()) {
       issues.push_back({PlacementIssueKind::kMissingAddress, s, -1,
-                        storage_label(lifetimes, s) + " is in chunk " +
+                        storage_label(problem, s) + " is in chunk " +
                             std::to_string(address.chunk) + " of " + std::to_string(chunks.size())});
       continue;
     }
-    if (address.offset % lifetimes.allocators[a].alignment != 0) {
+    if (address.offset % problem.allocators[a].alignment != 0) {
       issues.push_back({PlacementIssueKind::kBadAlignment, s, -1,
-                        storage_label(lifetimes, s) + " at offset " + std::to_string(address.offset) +
-                            " is not aligned to " + std::to_string(lifetimes.allocators[a].alignment)});
+                        storage_label(problem, s) + " at offset " + std::to_string(address.offset) +
+                            " is not aligned to " + std::to_string(problem.allocators[a].alignment)});
     }
     if (address.offset + storage.size > chunks[static_cast<std::size_t>(address.chunk)]) {
       issues.push_back({PlacementIssueKind::kOutOfChunk, s, -1,
-                        storage_label(lifetimes, s) + " at offset " + std::to_string(address.offset) +
+                        storage_label(problem, s) + " at offset " + std::to_string(address.offset) +
                             " ends past chunk " + std::to_string(address.chunk) + " (" +
                             std::to_string(chunks[static_cast<std::size_t>(address.chunk)]) +
                             " bytes)"});
@@ -81,8 +81,8 @@ std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes, const
     }
   }
 
-  for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
-    const Bytes limit = lifetimes.allocators[a].max_chunk_size;
+  for (std::size_t a = 0; a < problem.allocators.size(); ++a) {
+    const Bytes limit = problem.allocators[a].max_chunk_size;
     const auto& chunks = placement.chunk_sizes[a];
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       if (chunks[c] > limit && chunks[c] > largest[a]) {
@@ -127,8 +127,8 @@ std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes, const
         if (o.storage == e.storage) return;
         if (o.begin < e.end && e.begin < o.end) {
           issues.push_back({PlacementIssueKind::kOverlap, e.storage, o.storage,
-                            storage_label(lifetimes, e.storage) + " overlaps " +
-                                storage_label(lifetimes, o.storage) + " in chunk " +
+                            storage_label(problem, e.storage) + " overlaps " +
+                                storage_label(problem, o.storage) + " in chunk " +
                                 std::to_string(key.second) + " of allocator " +
                                 std::to_string(key.first)});
         }

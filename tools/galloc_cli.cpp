@@ -2,6 +2,7 @@
 // between formats, and write graphs of the zoo. Thin: every decision is in the library.
 //
 //   galloc zoo list
+//   galloc strategies
 //   galloc zoo llama-7b-pp512 -o llama.json
 //   galloc plan llama.json --strategy best --json
 //   galloc plan ../shared/benchmarks/minimalloc-challenging/A.1048576.csv --strategy exact --capacity 1048576
@@ -35,7 +36,7 @@ namespace {
 using galloc::Bytes;
 
 // What the planner works on: a graph with its buffer types, or a bare MiniMalloc problem.
-struct Problem {
+struct Input {
   std::string source;
   std::optional<galloc::GraphFile> graph;
   std::optional<galloc::CsvProblem> csv;
@@ -55,24 +56,24 @@ galloc::GraphFile zoo_file(galloc::Graph graph) {
   return file;
 }
 
-galloc::Result<Problem> load(const std::string& path, double zoo_scale) {
-  Problem problem;
-  problem.source = path;
+galloc::Result<Input> load(const std::string& path, double zoo_scale) {
+  Input input;
+  input.source = path;
   if (path.rfind("zoo:", 0) == 0) {
     auto graph = galloc::zoo::build(path.substr(4), {.scale = zoo_scale});
     if (!graph) return graph.status();
-    problem.graph = zoo_file(std::move(graph).value());
+    input.graph = zoo_file(std::move(graph).value());
   } else if (ends_with(path, ".csv")) {
     auto csv = galloc::read_minimalloc_csv(std::filesystem::path(path));
     if (!csv) return csv.status();
-    problem.csv = std::move(csv).value();
-    problem.capacity_from_name = galloc::capacity_from_file_name(path);
+    input.csv = std::move(csv).value();
+    input.capacity_from_name = galloc::capacity_from_file_name(path);
   } else {
     auto file = galloc::read_graph_file(path);
     if (!file) return file.status();
-    problem.graph = std::move(file).value();
+    input.graph = std::move(file).value();
   }
-  return problem;
+  return input;
 }
 
 struct Outcome {
@@ -112,7 +113,7 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-galloc::Result<Outcome> run(const Problem& problem, galloc::Strategy strategy, double time_limit,
+galloc::Result<Outcome> run(const Input& input, galloc::Strategy strategy, double time_limit,
                             std::optional<Bytes> capacity) {
   galloc::PlacementOptions options;
   options.strategy = strategy;
@@ -123,9 +124,9 @@ galloc::Result<Outcome> run(const Problem& problem, galloc::Strategy strategy, d
   Outcome outcome;
   outcome.strategy = std::string(galloc::strategy_name(strategy));
   const auto start = std::chrono::steady_clock::now();
-  if (problem.graph) {
-    auto types = galloc::make_null_buffer_types(*problem.graph);
-    auto planned = galloc::plan_graph(problem.graph->graph, types.per_id, problem.graph->assignment(), options);
+  if (input.graph) {
+    auto types = galloc::make_null_buffer_types(*input.graph);
+    auto planned = galloc::plan_graph(input.graph->graph, types.per_id, input.graph->assignment(), options);
     if (!planned) return planned.status();
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     outcome.lifetimes = std::move(planned->lifetimes);
@@ -136,12 +137,12 @@ galloc::Result<Outcome> run(const Problem& problem, galloc::Strategy strategy, d
     // A CSV keeps its real times, which rank buffers for the exact search far better than
     // steps do (MiniMalloc's challenging instances: 11 of 11 at capacity instead of 3).
     auto placement = strategy == galloc::Strategy::kExact
-                         ? galloc::place_exact(*problem.csv, galloc::place(problem.csv->lifetimes, {}).value(),
+                         ? galloc::place_exact(*input.csv, galloc::place(input.csv->problem, {}).value(),
                                                options.exact)
-                         : galloc::place(problem.csv->lifetimes, options);
+                         : galloc::place(input.csv->problem, options);
     if (!placement) return placement.status();
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    outcome.lifetimes = problem.csv->lifetimes;
+    outcome.lifetimes = galloc::Lifetimes{input.csv->problem};  // no tensors
     outcome.placement = std::move(placement).value();
     outcome.buffer_names = {"buffer"};
   }
@@ -188,7 +189,7 @@ std::string mib(Bytes bytes) {
 }
 
 void print_table_header() {
-  std::printf("%-8s %16s %16s %9s %7s %6s %11s\n", "strategy", "peak", "lower bound", "ratio", "chunks", "valid",
+  std::printf("%-31s %16s %16s %9s %7s %6s %11s\n", "strategy", "peak", "lower bound", "ratio", "chunks", "valid",
               "plan time");
 }
 
@@ -201,7 +202,7 @@ void print_row(const Outcome& o, std::optional<Bytes> capacity) {
     chunks += c.size();
   }
   const Bytes lower = sum(galloc::live_lower_bound(o.lifetimes));
-  std::printf("%-8s %16s %16s %9.4f %7zu %6s %9.3f ms", o.strategy.c_str(), mib(peak).c_str(), mib(lower).c_str(),
+  std::printf("%-31s %16s %16s %9.4f %7zu %6s %9.3f ms", o.strategy.c_str(), mib(peak).c_str(), mib(lower).c_str(),
               lower == 0 ? 1.0 : static_cast<double>(peak) / static_cast<double>(lower), chunks,
               issues.empty() ? "yes" : "NO", o.seconds * 1e3);
   if (capacity) std::printf("  %s", peak <= *capacity ? "fits" : "does not fit");
@@ -210,14 +211,14 @@ void print_row(const Outcome& o, std::optional<Bytes> capacity) {
 
 // A graph's storage objects as a MiniMalloc problem: one row per storage object, times are
 // steps, ids name the tensor that allocated it. Only for graphs with a single buffer type.
-galloc::Result<galloc::CsvProblem> graph_as_csv(const galloc::Graph& graph, galloc::Lifetimes lifetimes) {
-  if (lifetimes.allocators.size() != 1) {
-    return galloc::invalid_argument("the graph has " + std::to_string(lifetimes.allocators.size()) +
+galloc::Result<galloc::CsvProblem> graph_as_csv(const galloc::Graph& graph, galloc::Problem problem) {
+  if (problem.allocators.size() != 1) {
+    return galloc::invalid_argument("the graph has " + std::to_string(problem.allocators.size()) +
                                     " buffer types; a MiniMalloc CSV holds one");
   }
   galloc::CsvProblem csv;
-  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
-    const galloc::StorageObject& storage = lifetimes.storages[s];
+  for (std::size_t s = 0; s < problem.storages.size(); ++s) {
+    const galloc::StorageObject& storage = problem.storages[s];
     std::string id = "s" + std::to_string(s);
     if (graph.contains(storage.first_tensor) && !graph[storage.first_tensor].name.empty()) {
       id += "_" + graph[storage.first_tensor].name;
@@ -231,8 +232,17 @@ galloc::Result<galloc::CsvProblem> graph_as_csv(const galloc::Graph& graph, gall
     csv.alignments.push_back(1);
     csv.given_offsets.emplace_back();
   }
-  csv.lifetimes = std::move(lifetimes);
+  csv.problem = std::move(problem);
   return csv;
+}
+
+// The registry's names, for help texts: "ggml, greedy-lowest-offset, ..., best".
+std::string strategy_names() {
+  std::string names;
+  for (const galloc::NamedStrategy& entry : galloc::strategy_registry()) {
+    names += (names.empty() ? "" : ", ") + std::string(entry.name);
+  }
+  return names;
 }
 
 int fail(const galloc::Status& status) {
@@ -241,12 +251,12 @@ int fail(const galloc::Status& status) {
 }
 
 #ifdef GALLOC_HAVE_TIMELINE
-int render_outcome(const Problem& problem, const Outcome& outcome, const std::string& html_output, bool ascii,
+int render_outcome(const Input& input, const Outcome& outcome, const std::string& html_output, bool ascii,
                    int width) {
-  if (!problem.graph) {
+  if (!input.graph) {
     return fail(galloc::invalid_argument("render draws graphs; convert the CSV's plan with `galloc plan` instead"));
   }
-  const galloc::Graph& graph = problem.graph->graph;
+  const galloc::Graph& graph = input.graph->graph;
   if (ascii || html_output.empty()) {
     galloc::TimelineOptions options;
     options.columns = width;
@@ -254,7 +264,7 @@ int render_outcome(const Problem& problem, const Outcome& outcome, const std::st
   }
   if (!html_output.empty()) {
     galloc::HtmlTimelineOptions options;
-    options.title = "galloc: " + problem.source;
+    options.title = "galloc: " + input.source;
     options.strategy = outcome.strategy;
     std::ofstream out(html_output);
     out << galloc::render_timeline_html(graph, outcome.lifetimes, outcome.placement, outcome.buffer_names, options);
@@ -268,6 +278,7 @@ int render_outcome(const Problem& problem, const Outcome& outcome, const std::st
 
 int main(int argc, char** argv) {
   CLI::App app{"galloc: plan the memory of tensor compute graphs"};
+  const std::string strategy_help = "one of: " + strategy_names();
   app.require_subcommand(1);
   double scale = 1.0;
 
@@ -278,6 +289,9 @@ int main(int argc, char** argv) {
   zoo->add_option("-o,--output", zoo_output, "file to write (galloc JSON, or MiniMalloc CSV by extension)");
   zoo->add_option("--scale", scale, "shrink the model (0 < scale <= 1)")->check(CLI::Range(0.0, 1.0));
 
+  // strategies
+  auto* strategies = app.add_subcommand("strategies", "list the placement strategies by name");
+
   // plan
   auto* plan = app.add_subcommand("plan", "plan a graph file (.json) or a MiniMalloc problem (.csv)");
   std::string plan_file, strategy_name = "best";
@@ -285,7 +299,7 @@ int main(int argc, char** argv) {
   std::optional<Bytes> capacity;
   bool json = false;
   plan->add_option("file", plan_file, "graph file, MiniMalloc CSV, or zoo:NAME")->required();
-  plan->add_option("--strategy", strategy_name, "ggml, greedy, exact or best");
+  plan->add_option("--strategy", strategy_name, strategy_help);
   plan->add_option("--time-limit", time_limit, "seconds for the exact search (per buffer)");
   plan->add_option("--capacity", capacity, "bytes the plan must fit in");
   plan->add_flag("--json", json, "one JSON object on stdout");
@@ -306,7 +320,7 @@ int main(int argc, char** argv) {
   bool ascii = false;
   int width = 64;
   render->add_option("file", render_file, "graph file, MiniMalloc CSV, or zoo:NAME")->required();
-  render->add_option("--strategy", strategy_name, "ggml, greedy, exact or best");
+  render->add_option("--strategy", strategy_name, strategy_help);
   render->add_option("--html", html_output, "write a self-contained HTML page here");
   render->add_flag("--ascii", ascii, "print the timeline as text");
   render->add_option("--width", width, "characters per buffer in --ascii");
@@ -341,13 +355,20 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (strategies->parsed()) {
+    for (const galloc::NamedStrategy& entry : galloc::strategy_registry()) {
+      std::printf("%-32s %s\n", std::string(entry.name).c_str(), std::string(entry.summary).c_str());
+    }
+    return 0;
+  }
+
   if (plan->parsed()) {
-    auto problem = load(plan_file, scale);
-    if (!problem) return fail(problem.status());
+    auto input = load(plan_file, scale);
+    if (!input) return fail(input.status());
     auto strategy = galloc::strategy_from_name(strategy_name);
     if (!strategy) return fail(strategy.status());
-    const auto cap = capacity ? capacity : problem->capacity_from_name;
-    auto outcome = run(*problem, *strategy, time_limit, capacity);
+    const auto cap = capacity ? capacity : input->capacity_from_name;
+    auto outcome = run(*input, *strategy, time_limit, capacity);
     if (!outcome) return fail(outcome.status());
     if (json) {
       std::cout << to_json(*outcome, cap).dump(2) << "\n";
@@ -360,16 +381,16 @@ int main(int argc, char** argv) {
   }
 
   if (compare->parsed()) {
-    auto problem = load(compare_file, scale);
-    if (!problem) return fail(problem.status());
-    const auto cap = capacity ? capacity : problem->capacity_from_name;
+    auto input = load(compare_file, scale);
+    if (!input) return fail(input.status());
+    const auto cap = capacity ? capacity : input->capacity_from_name;
     nlohmann::json all = nlohmann::json::array();
     if (!json) {
       std::printf("%s\n", compare_file.c_str());
       print_table_header();
     }
     for (galloc::Strategy strategy : galloc::all_strategies()) {
-      auto outcome = run(*problem, strategy, time_limit, std::nullopt);
+      auto outcome = run(*input, strategy, time_limit, std::nullopt);
       if (!outcome) return fail(outcome.status());
       if (json) {
         all.push_back(to_json(*outcome, cap));
@@ -383,42 +404,42 @@ int main(int argc, char** argv) {
 
   if (render->parsed()) {
 #ifdef GALLOC_HAVE_TIMELINE
-    auto problem = load(render_file, scale);
-    if (!problem) return fail(problem.status());
+    auto input = load(render_file, scale);
+    if (!input) return fail(input.status());
     auto strategy = galloc::strategy_from_name(strategy_name);
     if (!strategy) return fail(strategy.status());
-    auto outcome = run(*problem, *strategy, time_limit, std::nullopt);
+    auto outcome = run(*input, *strategy, time_limit, std::nullopt);
     if (!outcome) return fail(outcome.status());
-    return render_outcome(*problem, *outcome, html_output, ascii, width);
+    return render_outcome(*input, *outcome, html_output, ascii, width);
 #else
     return fail(galloc::Status(galloc::ErrorCode::kFailedPrecondition, "render is not built in"));
 #endif
   }
 
   if (convert->parsed()) {
-    auto problem = load(convert_in, scale);
-    if (!problem) return fail(problem.status());
+    auto input = load(convert_in, scale);
+    if (!input) return fail(input.status());
     if (ends_with(convert_out, ".csv")) {
-      if (problem->csv) {
+      if (input->csv) {
         std::ofstream out(convert_out);
-        galloc::write_minimalloc_csv(out, *problem->csv, nullptr);
+        galloc::write_minimalloc_csv(out, *input->csv, nullptr);
         return out ? 0 : fail(galloc::Status(galloc::ErrorCode::kInvalidArgument, "cannot write " + convert_out));
       }
       auto strategy = galloc::strategy_from_name(convert_strategy);
       if (!strategy) return fail(strategy.status());
-      auto outcome = run(*problem, *strategy, 1.0, std::nullopt);
+      auto outcome = run(*input, *strategy, 1.0, std::nullopt);
       if (!outcome) return fail(outcome.status());
-      auto csv = graph_as_csv(problem->graph->graph, outcome->lifetimes);
+      auto csv = graph_as_csv(input->graph->graph, outcome->lifetimes);
       if (!csv) return fail(csv.status());
       std::ofstream out(convert_out);
       galloc::write_minimalloc_csv(out, *csv, &outcome->placement);
       return out ? 0 : fail(galloc::Status(galloc::ErrorCode::kInvalidArgument, "cannot write " + convert_out));
     }
-    if (!problem->graph) {
+    if (!input->graph) {
       return fail(galloc::Status(galloc::ErrorCode::kInvalidArgument,
                                  "a MiniMalloc CSV has no graph to write as galloc JSON"));
     }
-    if (auto s = galloc::write_graph_file(convert_out, *problem->graph); !s) return fail(s);
+    if (auto s = galloc::write_graph_file(convert_out, *input->graph); !s) return fail(s);
     return 0;
   }
   return 0;

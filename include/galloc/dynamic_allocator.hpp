@@ -5,11 +5,12 @@
 // free blocks (ggml: 256, then abort) and none on chunks (ggml: 16, the last one unbounded).
 //
 // Without the caps upstream's scans are O(blocks + chunks) per call. Small free lists keep
-// upstream's arrays and scans (the fastest for the few blocks a typical graph has); past
-// kIndexThreshold blocks + chunks the allocator moves to search trees that give the same
-// answers in O(log n) (src/dynamic_allocator.cpp explains why they agree). Free lists that
-// only odd input produces (empty or overlapping free blocks: frees of 0 bytes or of free
-// memory) stay with the arrays, where upstream's behaviour is defined by its scans.
+// upstream's arrays and scans (the fastest for the few blocks a typical graph has); past a
+// threshold of blocks + chunks (src/dynamic_allocator_index.hpp) the allocator moves to
+// search trees that give the same answers in O(log n) (src/dynamic_allocator.cpp explains
+// why they agree). Free lists that only odd input produces (empty or overlapping free
+// blocks: frees of 0 bytes or of free memory) stay with the arrays, where upstream's
+// behaviour is defined by its scans.
 #pragma once
 
 #include <cstdint>
@@ -17,18 +18,10 @@
 #include <memory>
 #include <vector>
 
+#include "galloc/problem.hpp"
 #include "galloc/types.hpp"
 
 namespace galloc {
-
-struct ChunkAddress {
-  ChunkId chunk = -1;
-  Offset offset = 0;
-  friend bool operator==(const ChunkAddress& a, const ChunkAddress& b) {
-    return a.chunk == b.chunk && a.offset == b.offset;
-  }
-  friend bool operator!=(const ChunkAddress& a, const ChunkAddress& b) { return !(a == b); }
-};
 
 class DynamicAllocator {
  public:
@@ -40,9 +33,6 @@ class DynamicAllocator {
   DynamicAllocator& operator=(const DynamicAllocator& other);
   DynamicAllocator& operator=(DynamicAllocator&& other) noexcept;
   ~DynamicAllocator();
-
-  // Free blocks + chunks above which the search trees replace the scans.
-  static constexpr std::size_t kIndexThreshold = 128;
 
   // Never fails: a request that fits no chunk opens a new one (larger than max_chunk_size
   // only when the request itself is).
@@ -94,7 +84,7 @@ class DynamicAllocator {
   std::vector<Bytes> high_water_;  // per chunk, in both modes
   // Linear mode: per chunk, upstream's array of free blocks, sorted by offset.
   std::vector<std::vector<FreeBlock>> scan_blocks_;
-  // Free blocks + chunks in linear mode, kIndexed in indexed mode: past kIndexThreshold,
+  // Free blocks + chunks in linear mode, kIndexed in indexed mode: past the threshold,
   // calls take the out-of-line path.
   std::size_t scan_size_ = 0;
   // Calls left before the next attempt to index a free list found malformed.

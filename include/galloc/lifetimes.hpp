@@ -3,8 +3,8 @@
 // Walks a graph the way ggml's graph allocator does (leafs, then explicit inputs, then nodes
 // in order; children and view counts; in-place reuse of a dying parent) and records, instead
 // of addresses, a sequence of events: "allocate storage s", "free bytes [b, b+n) of s".
-// Every event is one step, so a storage object is live over the half-open step interval
-// from its allocation to its last free. Placement strategies see only this result.
+// Every event is one step (problem.hpp). Placement strategies see only the Problem part of
+// the result.
 // The in-place decisions do not depend on LifetimeOptions, so the storage objects are the
 // same with and without them; only their intervals differ.
 #pragma once
@@ -13,45 +13,16 @@
 
 #include "galloc/buffer.hpp"
 #include "galloc/graph.hpp"
+#include "galloc/problem.hpp"
 #include "galloc/status.hpp"
 #include "galloc/types.hpp"
 
 namespace galloc {
 
-struct AllocatorSpec {
-  Bytes alignment = 1;
-  Bytes max_chunk_size = kUnlimited;  // the buffer type's max size
-};
-
-struct LifetimeEvent {
-  enum class Kind : std::uint8_t { kAllocate, kFree };
-  Kind kind = Kind::kAllocate;
-  StorageId storage = -1;
-  Bytes begin = 0;  // first byte freed, relative to the storage (kFree only)
-  Bytes size = 0;   // bytes allocated or freed, aligned to the allocator
-};
-
-// Bytes [begin, storage size) of a storage die at `step`, before the rest: ggml frees the
-// tail when a smaller tensor takes over a parent's memory in place.
-struct TailFree {
-  Step step = 0;
-  Bytes begin = 0;
-};
-
-struct StorageObject {
-  AllocatorId allocator = 0;
-  BufferId buffer = 0;       // the buffer id the storage was allocated for
-  Bytes size = 0;            // aligned to the allocator
-  Interval<Step> live;       // [allocation step, final free step); upper = step count if never freed
-  std::vector<TailFree> tail_frees;  // in step order, begins decreasing
-  TensorId first_tensor = kNoTensor; // the tensor that allocated it; in-place successors share it
-};
-
-struct Lifetimes {
-  std::vector<AllocatorSpec> allocators;
+// The placement problem a graph poses, plus what only the graph side reads: which storage
+// object and buffer each tensor has, and when each node runs.
+struct Lifetimes : Problem {
   std::vector<AllocatorId> buffer_allocator;  // per buffer id
-  std::vector<StorageObject> storages;
-  std::vector<LifetimeEvent> events;          // one per step
   std::vector<StorageId> tensor_storage;      // per tensor; -1: view, existing memory, or unused
   std::vector<BufferId> tensor_buffer;        // per tensor; -1 where tensor_storage is -1
   // Per tensor: the buffer type's alloc_size for it in tensor_buffer (0 where tensor_storage is
@@ -62,8 +33,6 @@ struct Lifetimes {
   std::vector<std::uint8_t> tensor_read;
   std::vector<Step> node_step;                // per node: the step count when it is computed
   std::size_t deferred_leafs = 0;             // leafs allocated at their first write (options)
-
-  [[nodiscard]] Step step_count() const { return static_cast<Step>(events.size()); }
 };
 
 // Buffer ids: one per node / leaf, or empty spans for "all in buffer 0".

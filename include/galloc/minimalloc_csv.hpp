@@ -1,6 +1,6 @@
 // MiniMalloc's CSV problem format, in and out: one buffer a row, `id,lower,upper,size`, live
 // over the half-open time interval [lower, upper), optionally with `alignment` and `offset`
-// columns (a solution). The reader turns a file into a single-allocator Lifetimes, so every
+// columns (a solution). The reader turns a file into a single-allocator Problem, so every
 // placement strategy can run on MiniMalloc's benchmarks; the writer emits MiniMalloc's format
 // again, with the offsets of a placement.
 //
@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
+#include "galloc/problem.hpp"
 #include "galloc/status.hpp"
 #include "galloc/types.hpp"
 
@@ -36,14 +36,14 @@ struct CsvOptions {
   Bytes max_chunk_size = kUnlimited;
 };
 
-// A MiniMalloc problem as a Lifetimes, plus what the file said that Lifetimes cannot hold.
+// A MiniMalloc problem as a Problem, plus what the file said that a Problem cannot hold.
 // Storage i is row i (in file order); all vectors below are per row.
 struct CsvProblem {
   // One allocator (alignment: the largest in the alignment column, 1 without one), one
   // storage per row, one event per step: times are replaced by their order (at equal times
   // frees come before allocations, as intervals are half-open), so two storages overlap in
   // steps exactly when the rows overlap in time.
-  Lifetimes lifetimes;
+  Problem problem;
   std::vector<std::string> ids;
   std::vector<std::optional<Offset>> given_offsets;  // the offset column, where there is one
   std::vector<Interval<TimeValue>> times;            // [lower, upper) as in the file
@@ -69,7 +69,7 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const
 [[nodiscard]] Result<Placement> given_placement(const CsvProblem& problem);
 
 // The exact search (place_exact in placement.hpp) on a MiniMalloc problem, ranking buffers by
-// how long they live in the file's own times instead of in steps, which are all a Lifetimes
+// how long they live in the file's own times instead of in steps, which are all a Problem
 // keeps. MiniMalloc's orders are made for those times: on its challenging benchmarks they
 // decide between well under a second and no solution at all.
 [[nodiscard]] Result<Placement> place_exact(const CsvProblem& problem, const Placement& start,

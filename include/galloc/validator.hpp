@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "galloc/lifetimes.hpp"
-#include "galloc/placement.hpp"
+#include "galloc/problem.hpp"
+#include "galloc/types.hpp"
 
 namespace galloc {
 
@@ -26,9 +26,9 @@ struct PlacementIssue {
   std::string message;
 };
 
-// Checks a placement against the lifetimes it was made for. Empty: valid. Independent of
+// Checks a placement against the problem it was made for. Empty: valid. Independent of
 // every strategy: it only reads addresses, sizes and live intervals (tails included).
-[[nodiscard]] std::vector<PlacementIssue> validate_placement(const Lifetimes& lifetimes,
+[[nodiscard]] std::vector<PlacementIssue> validate_placement(const Problem& problem,
                                                              const Placement& placement);
 
 }  // namespace galloc

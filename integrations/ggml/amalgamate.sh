@@ -26,11 +26,13 @@ HEADERS=(
     include/galloc/graph.hpp
     src/tensor_sources.hpp
     include/galloc/buffer.hpp
+    include/galloc/problem.hpp
     include/galloc/lifetimes.hpp
     include/galloc/dynamic_allocator.hpp
     src/dynamic_allocator_index.hpp
     src/wide_product.hpp
     include/galloc/placement.hpp
+    src/placement_internal.hpp
     include/galloc/validator.hpp
     include/galloc/plan.hpp
     include/galloc/planner.hpp
@@ -128,8 +130,8 @@ tmp="$OUT.tmp.$$"
 // library, detects the ggml API generation from those headers at compile time, and gives
 // every galloc symbol internal linkage. See docs/apps.md in galloc's repository.
 //
-// Environment: GALLOC_STRATEGY=ggml|greedy|exact|best (default best; ggml reproduces stock
-// ggml-alloc's offsets and buffer sizes).
+// Environment: GALLOC_STRATEGY=NAME, a placement strategy by name, as "galloc strategies"
+// lists them (default best; ggml reproduces stock ggml-alloc's offsets and buffer sizes).
 //
 // galloc is licensed under the MIT license:
 //

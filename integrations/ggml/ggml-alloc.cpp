@@ -3,7 +3,8 @@
 // of its own: it converts a ggml_cgraph into a galloc::Graph, lets galloc::GraphAllocator plan
 // it, and applies the plan with ggml's own backend calls, in upstream's order.
 //
-//   GALLOC_STRATEGY=ggml|greedy|exact|best   placement strategy (default best; ggml reproduces
+//   GALLOC_STRATEGY=NAME                     placement strategy by name, as `galloc strategies`
+//                                            lists them (default best; ggml reproduces
 //                                            upstream's addresses and buffer sizes exactly)
 //   GALLOC_DUMP=DIR                          write every reserved graph to DIR as galloc JSON
 //

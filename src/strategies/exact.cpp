@@ -32,7 +32,7 @@
 //     work from one trail of (address, old value) pairs;
 //   - without a capacity, the driver first asks for the lower bound itself, then bisects
 //     between the best size found and the smallest size not yet ruled out.
-// The orders use how long objects live: in steps for a Lifetimes, or in the caller's own
+// The orders use how long objects live: in steps for a Problem, or in the caller's own
 // times (the MiniMalloc CSV overload), which on MiniMalloc's benchmarks decide everything.
 // Every result is checked with validate_placement before it is returned.
 #include <algorithm>
@@ -86,13 +86,13 @@ struct Packing {
 };
 
 // nullopt when the problem is too large for the search.
-std::optional<Packing> make_packing(const Lifetimes& lifetimes, AllocatorId allocator,
+std::optional<Packing> make_packing(const Problem& problem, AllocatorId allocator,
                                    Span<const double> durations) {
   Packing p;
-  p.alignment = std::max<Bytes>(1, lifetimes.allocators[static_cast<std::size_t>(allocator)].alignment);
+  p.alignment = std::max<Bytes>(1, problem.allocators[static_cast<std::size_t>(allocator)].alignment);
   std::vector<Step> points;
-  for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
-    const StorageObject& object = lifetimes.storages[s];
+  for (std::size_t s = 0; s < problem.storages.size(); ++s) {
+    const StorageObject& object = problem.storages[s];
     if (object.allocator != allocator) continue;
     if (object.size == 0 || object.live.empty()) {
       p.loose.push_back(static_cast<StorageId>(s));
@@ -126,7 +126,7 @@ std::optional<Packing> make_packing(const Lifetimes& lifetimes, AllocatorId allo
   p.section_total.assign(sections, 0);
   std::vector<std::size_t> count(sections + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(p.storage[i])];
+    const StorageObject& object = problem.storages[static_cast<std::size_t>(p.storage[i])];
     p.first[i] = section_of(object.live.lower);
     p.last[i] = section_of(object.live.upper);
   }
@@ -679,28 +679,28 @@ Clock::time_point deadline_after(double seconds) {
 }
 
 // Writes a packing's offsets into `placement` (one chunk for the allocator).
-void apply(const Lifetimes& lifetimes, AllocatorId allocator, const Packing& p, const std::vector<Units>& offsets,
+void apply(const Problem& problem, AllocatorId allocator, const Packing& p, const std::vector<Units>& offsets,
            Placement& placement) {
   Bytes high = 0;
   for (std::size_t i = 0; i < p.item_count(); ++i) {
     const auto s = static_cast<std::size_t>(p.storage[i]);
     const Offset offset = offsets[i] * p.alignment;
     placement.storage_address[s] = {0, offset};
-    high = std::max(high, offset + lifetimes.storages[s].size);
+    high = std::max(high, offset + problem.storages[s].size);
   }
   for (StorageId loose : p.loose) {
     placement.storage_address[static_cast<std::size_t>(loose)] = {0, 0};
-    high = std::max(high, lifetimes.storages[static_cast<std::size_t>(loose)].size);
+    high = std::max(high, problem.storages[static_cast<std::size_t>(loose)].size);
   }
   placement.chunk_sizes[static_cast<std::size_t>(allocator)] = {high};
 }
 
-Bytes packed_size(const Lifetimes& lifetimes, const Packing& p, const std::vector<Units>& offsets) {
+Bytes packed_size(const Problem& problem, const Packing& p, const std::vector<Units>& offsets) {
   Bytes high = 0;
   for (std::size_t i = 0; i < p.item_count(); ++i) {
-    high = std::max(high, offsets[i] * p.alignment + lifetimes.storages[static_cast<std::size_t>(p.storage[i])].size);
+    high = std::max(high, offsets[i] * p.alignment + problem.storages[static_cast<std::size_t>(p.storage[i])].size);
   }
-  for (StorageId loose : p.loose) high = std::max(high, lifetimes.storages[static_cast<std::size_t>(loose)].size);
+  for (StorageId loose : p.loose) high = std::max(high, problem.storages[static_cast<std::size_t>(loose)].size);
   return high;
 }
 
@@ -708,7 +708,7 @@ Bytes packed_size(const Lifetimes& lifetimes, const Packing& p, const std::vecto
 // the search packs one chunk. A chunk may hold up to the max size (or the largest storage
 // object, which gets a chunk of its own anyway), and any placement in several chunks can be
 // laid end to end in one, so a single chunk loses nothing while the total stays within that.
-Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes live_bound,
+Status search_allocator(const Problem& problem, AllocatorId allocator, Bytes live_bound,
                         const ExactOptions& options, Span<const double> durations, Placement& placement,
                         bool& changed) {
   const auto a = static_cast<std::size_t>(allocator);
@@ -717,7 +717,7 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
   if (options.capacity ? start_total <= *options.capacity : start_total <= live_bound) return Status::ok();
 
   const Clock::time_point deadline = deadline_after(options.time_limit_seconds);
-  auto packing = make_packing(lifetimes, allocator, durations);
+  auto packing = make_packing(problem, allocator, durations);
   if (!packing) {
     if (!options.capacity) return Status::ok();  // too large to search: keep the start
     return {ErrorCode::kDeadlineExceeded, name + ": too many storage objects or overlaps for the exact search"};
@@ -725,10 +725,10 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
   const Packing& p = *packing;
   const Bytes alignment = p.alignment;
   Bytes largest = 0;
-  for (const StorageObject& object : lifetimes.storages) {
+  for (const StorageObject& object : problem.storages) {
     if (object.allocator == allocator) largest = std::max(largest, object.size);
   }
-  const Bytes chunk_limit = std::max(lifetimes.allocators[a].max_chunk_size, largest);
+  const Bytes chunk_limit = std::max(problem.allocators[a].max_chunk_size, largest);
   const Units lower = p.lower_bound();
 
   Reporter reporter;
@@ -760,7 +760,7 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
     if (lower < target) targets.insert(targets.begin(), lower);  // often quicker to find
     switch (solve(p, targets, deadline, reporter, offsets)) {
       case Outcome::kFound:
-        apply(lifetimes, allocator, p, offsets, placement);
+        apply(problem, allocator, p, offsets, placement);
         changed = true;
         reporter.best = chunks_total(placement.chunk_sizes[a]);
         reporter.maybe_report(Clock::now(), true);
@@ -790,9 +790,9 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
     first = false;
     const Outcome outcome = solve(p, {target}, attempt_deadline, reporter, offsets);
     if (outcome == Outcome::kFound) {
-      const Bytes size = packed_size(lifetimes, p, offsets);
+      const Bytes size = packed_size(problem, p, offsets);
       if (size < best) {
-        apply(lifetimes, allocator, p, offsets, placement);
+        apply(problem, allocator, p, offsets, placement);
         changed = true;
         best = size;
         reporter.best = best;
@@ -808,30 +808,30 @@ Status search_allocator(const Lifetimes& lifetimes, AllocatorId allocator, Bytes
   return Status::ok();
 }
 
-Result<Placement> exact_search(const Lifetimes& lifetimes, const Placement& start, const ExactOptions& options,
+Result<Placement> exact_search(const Problem& problem, const Placement& start, const ExactOptions& options,
                                Span<const double> durations) {
-  if (start.storage_address.size() != lifetimes.storages.size() ||
-      start.chunk_sizes.size() != lifetimes.allocators.size()) {
+  if (start.storage_address.size() != problem.storages.size() ||
+      start.chunk_sizes.size() != problem.allocators.size()) {
     return invalid_argument("exact search: the start placement covers " + std::to_string(start.storage_address.size()) +
                             " storage objects and " + std::to_string(start.chunk_sizes.size()) +
-                            " allocators; the lifetimes have " + std::to_string(lifetimes.storages.size()) + " and " +
-                            std::to_string(lifetimes.allocators.size()));
+                            " allocators; the problem has " + std::to_string(problem.storages.size()) + " and " +
+                            std::to_string(problem.allocators.size()));
   }
   Placement placement = start;
-  const std::vector<Bytes> live = live_lower_bound(lifetimes);
-  std::vector<bool> changed(lifetimes.allocators.size(), false);
-  for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
+  const std::vector<Bytes> live = live_lower_bound(problem);
+  std::vector<bool> changed(problem.allocators.size(), false);
+  for (std::size_t a = 0; a < problem.allocators.size(); ++a) {
     bool allocator_changed = false;
     GALLOC_RETURN_IF_ERROR(
-        search_allocator(lifetimes, static_cast<AllocatorId>(a), live[a], options, durations, placement,
+        search_allocator(problem, static_cast<AllocatorId>(a), live[a], options, durations, placement,
                          allocator_changed));
     changed[a] = allocator_changed;
   }
   if (std::find(changed.begin(), changed.end(), true) != changed.end()) {
     // Trust no strategy, this one included.
-    for (const PlacementIssue& issue : validate_placement(lifetimes, placement)) {
+    for (const PlacementIssue& issue : validate_placement(problem, placement)) {
       for (StorageId s : {issue.storage, issue.other}) {
-        if (s >= 0 && changed[static_cast<std::size_t>(lifetimes.storages[static_cast<std::size_t>(s)].allocator)]) {
+        if (s >= 0 && changed[static_cast<std::size_t>(problem.storages[static_cast<std::size_t>(s)].allocator)]) {
           return internal_error("exact search produced an invalid placement: " + issue.message);
         }
       }
@@ -845,9 +845,9 @@ Result<Placement> exact_search(const Lifetimes& lifetimes, const Placement& star
 
 }  // namespace
 
-Result<Placement> place_exact(const Lifetimes& lifetimes, const Placement& start, const ExactOptions& options) {
-  const bool timed = options.durations.size() == lifetimes.storages.size();
-  return exact_search(lifetimes, start, options, timed ? Span<const double>(options.durations) : Span<const double>());
+Result<Placement> place_exact(const Problem& problem, const Placement& start, const ExactOptions& options) {
+  const bool timed = options.durations.size() == problem.storages.size();
+  return exact_search(problem, start, options, timed ? Span<const double>(options.durations) : Span<const double>());
 }
 
 }  // namespace galloc

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "galloc/placement.hpp"
+#include "placement_internal.hpp"
 
 namespace galloc {
 
@@ -192,7 +193,7 @@ std::optional<Offset> find_gap(std::vector<ByteSpan>& spans, Bytes size, Bytes l
 
 // The order objects are placed in: std::sort on unique keys, so the same as a stable sort by
 // the order's criteria over storage ids.
-std::vector<StorageId> placing_order(const Lifetimes& lifetimes, std::vector<StorageId> ids, GreedyOrder order) {
+std::vector<StorageId> placing_order(const Problem& problem, std::vector<StorageId> ids, GreedyOrder order) {
   struct Key {
     Bytes size;
     Step start;
@@ -201,7 +202,7 @@ std::vector<StorageId> placing_order(const Lifetimes& lifetimes, std::vector<Sto
   std::vector<Key> keys;
   keys.reserve(ids.size());
   for (StorageId s : ids) {
-    const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(s)];
+    const StorageObject& object = problem.storages[static_cast<std::size_t>(s)];
     keys.push_back({order == GreedyOrder::kDecreasingSize ? object.size : 0, object.live.lower, s});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -215,17 +216,17 @@ std::vector<StorageId> placing_order(const Lifetimes& lifetimes, std::vector<Sto
 
 }  // namespace
 
-Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options) {
+Placement place_greedy(const Problem& problem, const GreedyOptions& options) {
   Placement placement;
-  placement.storage_address.resize(lifetimes.storages.size());
-  placement.chunk_sizes.resize(lifetimes.allocators.size());
+  placement.storage_address.resize(problem.storages.size());
+  placement.chunk_sizes.resize(problem.allocators.size());
 
-  std::vector<std::vector<StorageId>> by_allocator = storages_by_allocator(lifetimes);
-  // Steps relative to the earliest, so that hand-made lifetimes (intervals past the events,
+  std::vector<std::vector<StorageId>> by_allocator = detail::storages_by_allocator(problem);
+  // Steps relative to the earliest, so that hand-made problems (intervals past the events,
   // or before step 0) index the trees safely too.
   Step first = 0;
-  Step last = lifetimes.step_count();
-  for (const StorageObject& object : lifetimes.storages) {
+  Step last = problem.step_count();
+  for (const StorageObject& object : problem.storages) {
     first = std::min(first, object.live.lower);
     last = std::max(last, object.live.upper);
   }
@@ -238,14 +239,14 @@ Placement place_greedy(const Lifetimes& lifetimes, const GreedyOptions& options)
   std::vector<ByteSpan> spans;
   for (std::size_t a = 0; a < by_allocator.size(); ++a) {
     if (by_allocator[a].empty()) continue;
-    const std::vector<StorageId> order = placing_order(lifetimes, std::move(by_allocator[a]), options.order);
-    const Bytes limit = lifetimes.allocators[a].max_chunk_size;
+    const std::vector<StorageId> order = placing_order(problem, std::move(by_allocator[a]), options.order);
+    const Bytes limit = problem.allocators[a].max_chunk_size;
     SpanLists lists;
     lists.reserve(4 * order.size());
     std::vector<ChunkTrees> chunks;
     std::vector<Bytes> high;
     for (StorageId s : order) {
-      const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(s)];
+      const StorageObject& object = problem.storages[static_cast<std::size_t>(s)];
       bool done = false;
       for (std::size_t c = 0; c < chunks.size() && !done; ++c) {
         spans.clear();

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "galloc/placement.hpp"
+#include "placement_internal.hpp"
 #include "wide_product.hpp"
 
 namespace galloc {
@@ -154,14 +155,14 @@ struct ItemInfo {
 // The static order, as MiniMalloc's: the most bytes live at one step of the object's
 // lifetime first (it sits in the tightest part of the problem), then the larger area (size
 // times lifetime) and the longer lifetime, in the order asked for.
-std::vector<Item> static_ranks(const Lifetimes& lifetimes, AllocatorId allocator, const std::vector<ItemInfo>& items,
+std::vector<Item> static_ranks(const Problem& problem, AllocatorId allocator, const std::vector<ItemInfo>& items,
                                LowestOffsetOrder order) {
-  const auto steps = static_cast<std::size_t>(lifetimes.step_count());
+  const auto steps = static_cast<std::size_t>(problem.step_count());
   std::vector<Bytes> live_at(steps, 0);
   Bytes live = 0;
   for (std::size_t t = 0; t < steps; ++t) {
-    const LifetimeEvent& event = lifetimes.events[t];
-    if (lifetimes.storages[static_cast<std::size_t>(event.storage)].allocator == allocator) {
+    const LifetimeEvent& event = problem.events[t];
+    if (problem.storages[static_cast<std::size_t>(event.storage)].allocator == allocator) {
       live = event.kind == LifetimeEvent::Kind::kAllocate ? live + event.size : live - event.size;
     }
     live_at[t] = live;
@@ -419,7 +420,7 @@ class LazyHeapPicker {
 // Places the waiting items of one chunk, lowest offset first; those that would pass `limit`
 // go to `next_chunk`. Returns the chunk's size.
 template <typename Picker>
-Bytes place_one_chunk(const Lifetimes& lifetimes, const std::vector<ItemInfo>& items, Bytes alignment, Bytes limit,
+Bytes place_one_chunk(const Problem& problem, const std::vector<ItemInfo>& items, Bytes alignment, Bytes limit,
                       ChunkId chunk, Picker& picker, Placement& placement, std::vector<Item>& next_chunk) {
   Bytes high = 0;
   Item i = 0;
@@ -435,7 +436,7 @@ Bytes place_one_chunk(const Lifetimes& lifetimes, const std::vector<ItemInfo>& i
     // The staircase: the full size until the first tail free, then less at each.
     std::size_t from = item.lower;
     Bytes bytes = item.size;
-    for (const TailFree& tail : lifetimes.storages[static_cast<std::size_t>(item.storage)].tail_frees) {
+    for (const TailFree& tail : problem.storages[static_cast<std::size_t>(item.storage)].tail_frees) {
       const auto step = static_cast<std::size_t>(
           std::clamp<Step>(tail.step, static_cast<Step>(from), static_cast<Step>(item.upper)));
       if (from < step) picker.raise(from, step, align_up(lowest + bytes, alignment));
@@ -449,25 +450,30 @@ Bytes place_one_chunk(const Lifetimes& lifetimes, const std::vector<ItemInfo>& i
 
 }  // namespace
 
-Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffsetOptions& options) {
+Placement place_lowest_offset_first(const Problem& problem, const LowestOffsetOptions& options) {
+  return detail::place_lowest_offset_first(problem, options, detail::kScanUpTo);
+}
+
+Placement detail::place_lowest_offset_first(const Problem& problem, const LowestOffsetOptions& options,
+                                            std::size_t scan_up_to) {
   Placement placement;
-  placement.storage_address.resize(lifetimes.storages.size(), {0, 0});
-  placement.chunk_sizes.resize(lifetimes.allocators.size());
-  const auto steps = static_cast<std::size_t>(std::max<Step>(0, lifetimes.step_count()));
+  placement.storage_address.resize(problem.storages.size(), {0, 0});
+  placement.chunk_sizes.resize(problem.allocators.size());
+  const auto steps = static_cast<std::size_t>(std::max<Step>(0, problem.step_count()));
 
   ScanningPicker scanning;
   std::optional<LazyHeapPicker> lazy_heap;  // built when first needed: its tree spans every step
   std::vector<std::pair<Item, Item>> order;  // (rank, item) of the items for the current chunk
   std::vector<ItemInfo> items;               // the current allocator's objects live at some step
   std::vector<StorageId> loose;              // and those live at no step, or empty
-  const std::vector<std::vector<StorageId>> ids_of = storages_by_allocator(lifetimes);
-  for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
-    const Bytes alignment = std::max<Bytes>(1, lifetimes.allocators[a].alignment);
+  const std::vector<std::vector<StorageId>> ids_of = detail::storages_by_allocator(problem);
+  for (std::size_t a = 0; a < problem.allocators.size(); ++a) {
+    const Bytes alignment = std::max<Bytes>(1, problem.allocators[a].alignment);
     items.clear();
     items.reserve(ids_of[a].size());
     loose.clear();
     for (StorageId s : ids_of[a]) {
-      const StorageObject& object = lifetimes.storages[static_cast<std::size_t>(s)];
+      const StorageObject& object = problem.storages[static_cast<std::size_t>(s)];
       const auto lower = static_cast<std::size_t>(std::clamp<Step>(object.live.lower, 0, static_cast<Step>(steps)));
       const auto upper = static_cast<std::size_t>(std::clamp<Step>(object.live.upper, 0, static_cast<Step>(steps)));
       if (object.size == 0 || upper <= lower) {
@@ -476,8 +482,8 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
         items.push_back({s, lower, upper, object.size});
       }
     }
-    const std::vector<Item> rank = static_ranks(lifetimes, static_cast<AllocatorId>(a), items, options.order);
-    const Bytes max_size = lifetimes.allocators[a].max_chunk_size;
+    const std::vector<Item> rank = static_ranks(problem, static_cast<AllocatorId>(a), items, options.order);
+    const Bytes max_size = problem.allocators[a].max_chunk_size;
 
     std::vector<Bytes> chunks;
     std::vector<Item> waiting(items.size());  // items for the current chunk
@@ -501,13 +507,13 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
       for (Item i : waiting) order.emplace_back(i == oversized ? 0 : rank[i] + 1, i);
       next_chunk.clear();
       Bytes high = 0;
-      if (waiting.size() <= options.scan_up_to && ScanningPicker::fits(items, order, steps, alignment)) {
+      if (waiting.size() <= scan_up_to && ScanningPicker::fits(items, order, steps, alignment)) {
         scanning.start(items, order, alignment);
-        high = place_one_chunk(lifetimes, items, alignment, limit, chunk, scanning, placement, next_chunk);
+        high = place_one_chunk(problem, items, alignment, limit, chunk, scanning, placement, next_chunk);
       } else {
         if (!lazy_heap) lazy_heap.emplace(steps);
         lazy_heap->start(items, order);
-        high = place_one_chunk(lifetimes, items, alignment, limit, chunk, *lazy_heap, placement, next_chunk);
+        high = place_one_chunk(problem, items, alignment, limit, chunk, *lazy_heap, placement, next_chunk);
       }
       chunks.push_back(high);
       waiting.swap(next_chunk);
@@ -517,7 +523,7 @@ Placement place_lowest_offset_first(const Lifetimes& lifetimes, const LowestOffs
     for (StorageId s : loose) {
       placement.storage_address[static_cast<std::size_t>(s)] = {0, 0};
       if (chunks.empty()) chunks.push_back(0);
-      chunks[0] = std::max(chunks[0], lifetimes.storages[static_cast<std::size_t>(s)].size);
+      chunks[0] = std::max(chunks[0], problem.storages[static_cast<std::size_t>(s)].size);
     }
     placement.chunk_sizes[a] = std::move(chunks);
   }

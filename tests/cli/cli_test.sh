@@ -20,8 +20,13 @@ keep() { cp "$work/out" "$work/$1"; }
 check "zoo list" "$galloc" zoo list
 grep -q "llama" "$work/out" || { failed=$((failed + 1)); echo "FAIL: zoo list has no llama graph"; }
 first=$(awk 'NR==1 {print $1}' "$work/out")
-check "zoo write" "$galloc" zoo "$first" --scale 0.05 -o "$work/g.json"
+check "strategies" "$galloc" strategies
+strategies=$(awk '{print $1}' "$work/out")  # the registry, in its order
 for strategy in ggml greedy exact best; do
+  echo "$strategies" | grep -qx "$strategy" || { failed=$((failed + 1)); echo "FAIL: strategies lacks $strategy"; }
+done
+check "zoo write" "$galloc" zoo "$first" --scale 0.05 -o "$work/g.json"
+for strategy in $strategies; do
   check "plan $strategy" "$galloc" plan "$work/g.json" --strategy $strategy --time-limit 0.2 --json
   cp "$work/out" "$work/plan-$strategy.json"
   check "plan $strategy fields" json_has "$work/plan-$strategy.json" \
@@ -32,7 +37,7 @@ check "plan with capacity" "$galloc" plan "$work/g.json" --capacity 1 --json
 keep capacity.json
 check "fits is false" json_has "$work/capacity.json" "j['fits'] is False"
 check "compare" "$galloc" compare "$work/g.json"
-for strategy in ggml greedy exact best; do grep -q "^$strategy " "$work/out" || { failed=$((failed + 1)); echo "FAIL: compare lacks $strategy"; }; done
+for strategy in $strategies; do grep -q "^$strategy " "$work/out" || { failed=$((failed + 1)); echo "FAIL: compare lacks $strategy"; }; done
 
 # MiniMalloc CSV in and out.
 printf 'id,lower,upper,size\n0,0,10,4\n1,5,15,4\n2,10,20,4\n' >"$work/p.csv"

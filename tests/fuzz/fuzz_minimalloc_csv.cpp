@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(!problem.status().message().empty(), "rejected without a message");
     return 0;
   }
-  const Lifetimes& lifetimes = problem->lifetimes;
+  const Problem& lifetimes = problem->problem;
   const std::size_t rows = problem->ids.size();
   require(lifetimes.storages.size() == rows && problem->times.size() == rows && problem->sizes.size() == rows &&
               problem->given_offsets.size() == rows && problem->alignments.size() == rows,

@@ -28,7 +28,6 @@ Lifetimes make_lifetimes(const std::vector<TimedBuffer>& buffers, std::vector<Al
   lifetimes.storages.resize(buffers.size());
   for (std::size_t b = 0; b < buffers.size(); ++b) {
     lifetimes.storages[b].allocator = buffers[b].allocator;
-    lifetimes.storages[b].buffer = buffers[b].allocator;
     lifetimes.storages[b].size = buffers[b].size;
   }
   for (std::size_t i = 0; i < points.size(); ++i) {

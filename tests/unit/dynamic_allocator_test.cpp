@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dynamic_allocator_index.hpp"  // kIndexThreshold
 #include "galloc/dynamic_allocator.hpp"
 
 namespace galloc {
@@ -674,7 +675,7 @@ TEST(DynamicAllocatorOracle, IndexesPastTheThresholdAndFallsBackOnAnEmptyBlock) 
   DynamicAllocator allocator(8, kUnlimited);
   ReferenceDynamicAllocator reference(8, kUnlimited);
   std::vector<ChunkAddress> addresses;
-  for (std::size_t i = 0; i < 2 * DynamicAllocator::kIndexThreshold + 2; ++i) {
+  for (std::size_t i = 0; i < 2 * detail::kIndexThreshold + 2; ++i) {
     addresses.push_back(allocator.allocate(8));
     ASSERT_EQ(reference.allocate(8), addresses.back());
   }
@@ -764,7 +765,7 @@ TEST(DynamicAllocatorOracle, AZeroByteFreeMergesAdjacentBlocks) {
   const ChunkAddress q = both_allocate(8);
   both_allocate(8);
   std::vector<ChunkAddress> holes;
-  for (std::size_t i = 0; i < 2 * DynamicAllocator::kIndexThreshold; ++i) holes.push_back(both_allocate(8));
+  for (std::size_t i = 0; i < 2 * detail::kIndexThreshold; ++i) holes.push_back(both_allocate(8));
   both_free(p, 8);
   both_free(q, 8);
   both_free({0, 16}, 0);

@@ -43,7 +43,7 @@ ExactOptions with_capacity(Bytes capacity, double seconds = 5) {
   return options;
 }
 
-void expect_valid(const Lifetimes& lifetimes, const Placement& placement) {
+void expect_valid(const Problem& lifetimes, const Placement& placement) {
   const auto issues = validate_placement(lifetimes, placement);
   EXPECT_TRUE(issues.empty()) << issues.front().message;
 }
@@ -329,7 +329,7 @@ std::vector<Buffer> random_buffers(std::mt19937& rng) {
 }
 
 // Every storage object above the previous one: a start the search always improves on.
-Placement stacked(const Lifetimes& lifetimes) {
+Placement stacked(const Problem& lifetimes) {
   Placement placement;
   placement.chunk_sizes.assign(lifetimes.allocators.size(), {0});
   for (const StorageObject& storage : lifetimes.storages) {
@@ -463,12 +463,12 @@ TEST(ExactSearch, SolvesMiniMallocChallengingInstances) {
     if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not there";
     auto problem = read_minimalloc_csv(path);
     ASSERT_TRUE(problem.is_ok()) << problem.status().to_string();
-    const Placement greedy = place_greedy(problem->lifetimes);
+    const Placement greedy = place_greedy(problem->problem);
     EXPECT_GT(size_of(greedy), 1048576u);
     auto exact = place_exact(*problem, greedy, with_capacity(1048576, 10));
     ASSERT_TRUE(exact.is_ok()) << name << ": " << exact.status().to_string();
     EXPECT_LE(size_of(*exact), 1048576u);
-    expect_valid(problem->lifetimes, *exact);
+    expect_valid(problem->problem, *exact);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "galloc/galloc.h"
 #include "galloc/galloc.hpp"
 #include "support/ggml_like_builder.hpp"
+#include "support/strategy_param.hpp"
 
 namespace galloc {
 namespace {
@@ -258,10 +259,7 @@ TEST_P(FailureInjection, MeasureNeverAllocates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, FailureInjection,
-                         ::testing::Values(Strategy::kGgml, Strategy::kGreedy, Strategy::kExact, Strategy::kBest),
-                         [](const ::testing::TestParamInfo<Strategy>& param) {
-                           return std::string(strategy_name(param.param));
-                         });
+                         ::testing::ValuesIn(all_strategies()), testing::strategy_param_name);
 
 // allocate_context_tensors splits the tensors into buffers of at most the max size; a failure
 // at any of them frees the ones before, and leaves every tensor's data as it was.

@@ -13,6 +13,7 @@
 #include "galloc/validator.hpp"
 #include "support/ggml_like_builder.hpp"
 #include "support/random_graph.hpp"
+#include "support/strategy_param.hpp"
 
 namespace galloc {
 namespace {
@@ -69,10 +70,6 @@ TestGraph make_graph(std::int64_t n, bool swap_sources = false) {
 // Properties that hold for every strategy
 
 class GraphAllocatorStrategies : public ::testing::TestWithParam<Strategy> {};
-
-std::string strategy_param_name(const ::testing::TestParamInfo<Strategy>& param) {
-  return std::string(strategy_name(param.param));
-}
 
 // Real memory, a max size that forces several chunks: every planned tensor's data lies inside
 // its chunk's buffer, aligned; views follow their source; external memory is left alone.
@@ -152,7 +149,7 @@ TEST_P(GraphAllocatorStrategies, EveryPlanPassesValidatePlacement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, GraphAllocatorStrategies,
-                         ::testing::ValuesIn(all_strategies()), strategy_param_name);
+                         ::testing::ValuesIn(all_strategies()), testing::strategy_param_name);
 
 // ---------------------------------------------------------------------------------------------
 // The state machine (default options)

@@ -14,6 +14,7 @@
 #include "galloc/plan.hpp"
 #include "galloc/zoo.hpp"
 #include "galloc/validator.hpp"
+#include "placement_internal.hpp"  // the picker's threshold
 #include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
 
@@ -24,7 +25,7 @@ using Buffer = testing::TimedBuffer;
 using testing::make_lifetimes;
 
 
-void expect_valid(const Lifetimes& lifetimes, const Placement& placement, const std::string& what = "") {
+void expect_valid(const Problem& lifetimes, const Placement& placement, const std::string& what = "") {
   const auto issues = validate_placement(lifetimes, placement);
   EXPECT_TRUE(issues.empty()) << what << ": " << (issues.empty() ? "" : issues.front().message);
 }
@@ -188,9 +189,10 @@ TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
 // The two ways to find the next object (scanning every waiting object, or the lazy heap over
 // a skyline tree) must place alike: random graphs with chunks and tail frees, and the zoo.
 TEST(LowestOffsetFirst, ScanningAndTheLazyHeapPlaceAlike) {
-  auto expect_alike = [](const Lifetimes& lifetimes, LowestOffsetOrder order, const std::string& what) {
-    const Placement scanned = place_lowest_offset_first(lifetimes, {order, std::numeric_limits<std::size_t>::max()});
-    const Placement heaped = place_lowest_offset_first(lifetimes, {order, 0});
+  auto expect_alike = [](const Problem& lifetimes, LowestOffsetOrder order, const std::string& what) {
+    const Placement scanned =
+        detail::place_lowest_offset_first(lifetimes, {order}, std::numeric_limits<std::size_t>::max());
+    const Placement heaped = detail::place_lowest_offset_first(lifetimes, {order}, 0);
     ASSERT_EQ(scanned.chunk_sizes, heaped.chunk_sizes) << what;
     for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {
       ASSERT_EQ(scanned.storage_address[s].chunk, heaped.storage_address[s].chunk) << what << " storage " << s;

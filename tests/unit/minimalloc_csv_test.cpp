@@ -26,7 +26,7 @@ std::string write(const CsvProblem& problem, const Placement* placement) {
 }
 
 // The Lifetimes invariants every strategy relies on.
-void expect_consistent(const Lifetimes& lifetimes) {
+void expect_consistent(const Problem& lifetimes) {
   ASSERT_EQ(lifetimes.allocators.size(), 1u);
   ASSERT_EQ(lifetimes.events.size(), 2 * lifetimes.storages.size());
   std::vector<int> allocated(lifetimes.storages.size(), 0);
@@ -68,7 +68,7 @@ constexpr const char* kThree =
 TEST(MiniMallocCsv, ParsesRowsIntoOneAllocator) {
   auto problem = parse(kThree);
   ASSERT_TRUE(problem.is_ok()) << problem.status().to_string();
-  const Lifetimes& lifetimes = problem->lifetimes;
+  const Problem& lifetimes = problem->problem;
   expect_consistent(lifetimes);
   EXPECT_EQ(problem->ids, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(problem->sizes, (std::vector<Bytes>{4096, 1024, 512}));
@@ -99,7 +99,7 @@ TEST(MiniMallocCsv, AcceptsMiniMallocsOtherHeaders) {
   EXPECT_EQ(problem->ids, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(problem->times[0], (Interval<TimeValue>{0, 10}));
   EXPECT_EQ(problem->times[1], (Interval<TimeValue>{10, 30}));
-  EXPECT_FALSE(problem->lifetimes.storages[0].live.overlaps(problem->lifetimes.storages[1].live));
+  EXPECT_FALSE(problem->problem.storages[0].live.overlaps(problem->problem.storages[1].live));
   auto ids = parse("buffer_id,begin,upper,size\nx,-5,5,1\n");
   ASSERT_TRUE(ids.is_ok()) << ids.status().to_string();
   EXPECT_EQ(ids->times[0], (Interval<TimeValue>{-5, 5}));
@@ -112,20 +112,20 @@ TEST(MiniMallocCsv, AlignmentAndOffsetColumns) {
       "b,5,15,64,16,128\n");
   ASSERT_TRUE(problem.is_ok()) << problem.status().to_string();
   EXPECT_TRUE(problem->has_alignment_column);
-  EXPECT_EQ(problem->lifetimes.allocators.front().alignment, 64u);  // the largest
-  EXPECT_EQ(problem->lifetimes.storages[0].size, 128u);             // rounded up for the planners
+  EXPECT_EQ(problem->problem.allocators.front().alignment, 64u);  // the largest
+  EXPECT_EQ(problem->problem.storages[0].size, 128u);             // rounded up for the planners
   EXPECT_EQ(problem->sizes[0], 100u);                                // as in the file
   EXPECT_EQ(problem->alignments, (std::vector<Bytes>{64, 16}));
   EXPECT_EQ(problem->given_offsets[1], std::optional<Offset>{128});
   auto given = given_placement(*problem);
   ASSERT_TRUE(given.is_ok());
-  EXPECT_TRUE(validate_placement(problem->lifetimes, *given).empty());
+  EXPECT_TRUE(validate_placement(problem->problem, *given).empty());
   EXPECT_EQ(given->chunk_sizes.front(), std::vector<Bytes>{192});
 
   // A given solution that overlaps is caught by the validator.
   auto overlapping = parse("id,lower,upper,size,offset\na,0,10,100,0\nb,5,15,64,50\n");
   ASSERT_TRUE(overlapping.is_ok());
-  EXPECT_FALSE(validate_placement(overlapping->lifetimes, *given_placement(*overlapping)).empty());
+  EXPECT_FALSE(validate_placement(overlapping->problem, *given_placement(*overlapping)).empty());
   // No offsets: no given placement.
   EXPECT_FALSE(given_placement(*parse(kThree)).is_ok());
 }
@@ -133,9 +133,9 @@ TEST(MiniMallocCsv, AlignmentAndOffsetColumns) {
 TEST(MiniMallocCsv, HeaderOnlyIsAnEmptyProblem) {
   auto problem = parse("id,lower,upper,size\n");
   ASSERT_TRUE(problem.is_ok());
-  EXPECT_TRUE(problem->lifetimes.storages.empty());
-  EXPECT_TRUE(problem->lifetimes.events.empty());
-  EXPECT_EQ(problem->lifetimes.allocators.size(), 1u);
+  EXPECT_TRUE(problem->problem.storages.empty());
+  EXPECT_TRUE(problem->problem.events.empty());
+  EXPECT_EQ(problem->problem.allocators.size(), 1u);
 }
 
 void expect_error(const std::string& text, const std::string& message) {
@@ -201,8 +201,8 @@ TEST(MiniMallocCsv, RoundTripsWithoutAPlacement) {
 TEST(MiniMallocCsv, RoundTripsAPlacement) {
   auto problem = parse(kThree);
   ASSERT_TRUE(problem.is_ok());
-  const Placement greedy = place_greedy(problem->lifetimes);
-  ASSERT_TRUE(validate_placement(problem->lifetimes, greedy).empty());
+  const Placement greedy = place_greedy(problem->problem);
+  ASSERT_TRUE(validate_placement(problem->problem, greedy).empty());
   const std::string text = write(*problem, &greedy);
   EXPECT_EQ(text.substr(0, text.find('\n')), "id,lower,upper,size,offset");
   auto again = parse(text);
@@ -212,7 +212,7 @@ TEST(MiniMallocCsv, RoundTripsAPlacement) {
   }
   auto given = given_placement(*again);
   ASSERT_TRUE(given.is_ok());
-  EXPECT_TRUE(validate_placement(again->lifetimes, *given).empty());
+  EXPECT_TRUE(validate_placement(again->problem, *given).empty());
   // Given offsets are written back when there is no placement.
   EXPECT_EQ(write(*again, nullptr), text);
 }
@@ -236,7 +236,7 @@ TEST(MiniMallocCsv, ChunksAreLaidEndToEndInTheOffsetColumn) {
   auto again = parse(write(*problem, &two_chunks));
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(again->given_offsets[1], std::optional<Offset>{8});
-  EXPECT_TRUE(validate_placement(again->lifetimes, *given_placement(*again)).empty());
+  EXPECT_TRUE(validate_placement(again->problem, *given_placement(*again)).empty());
 }
 
 TEST(MiniMallocCsv, TheMaxChunkSizeOption) {
@@ -244,7 +244,7 @@ TEST(MiniMallocCsv, TheMaxChunkSizeOption) {
   options.max_chunk_size = 4096;
   auto problem = parse(kThree, options);
   ASSERT_TRUE(problem.is_ok());
-  EXPECT_EQ(problem->lifetimes.allocators.front().max_chunk_size, 4096u);
+  EXPECT_EQ(problem->problem.allocators.front().max_chunk_size, 4096u);
   options.max_chunk_size = 0;
   EXPECT_FALSE(parse(kThree, options).is_ok());
 }
@@ -273,9 +273,9 @@ TEST(MiniMallocCsv, NeverCrashesOnGarbage) {
     }
     auto problem = parse(text);
     if (problem.is_ok()) {
-      expect_consistent(problem->lifetimes);
-      const Placement greedy = place_greedy(problem->lifetimes);
-      EXPECT_TRUE(validate_placement(problem->lifetimes, greedy).empty());
+      expect_consistent(problem->problem);
+      const Placement greedy = place_greedy(problem->problem);
+      EXPECT_TRUE(validate_placement(problem->problem, greedy).empty());
       auto again = parse(write(*problem, &greedy));
       EXPECT_TRUE(again.is_ok()) << again.status().to_string();
     } else {

@@ -38,7 +38,6 @@ class Problem {
                 std::vector<TailFree> tails = {}, AllocatorId allocator = 0) {
     StorageObject storage;
     storage.allocator = allocator;
-    storage.buffer = allocator;
     storage.size = size;
     storage.live = {from, to};
     storage.tail_frees = std::move(tails);

@@ -122,8 +122,8 @@ TEST(Regressions, ValidatorReportsOverlapsWithChunkAndAllocator) {
   Lifetimes lifetimes;
   lifetimes.allocators.push_back({1, kUnlimited});
   lifetimes.buffer_allocator = {0};
-  lifetimes.storages.push_back({0, 0, 16, {0, 2}, {}, 0});
-  lifetimes.storages.push_back({0, 0, 16, {1, 3}, {}, 1});
+  lifetimes.storages.push_back({0, 16, {0, 2}, {}, 0});
+  lifetimes.storages.push_back({0, 16, {1, 3}, {}, 1});
   Placement placement;
   placement.storage_address = {{0, 0}, {0, 8}};
   placement.chunk_sizes = {{24}};

@@ -11,11 +11,15 @@
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
 #include "galloc/validator.hpp"
+#include "placement_internal.hpp"  // best's cannot_be_beaten
 #include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
+#include "support/strategy_param.hpp"
 
 namespace galloc {
 namespace {
+
+using detail::cannot_be_beaten;
 
 
 constexpr GreedyOptions kGreedyVariants[] = {
@@ -34,7 +38,7 @@ std::string variant_name(const GreedyOptions& options) {
 // is live at some step of its interval, in offset order, and the gaps between them (a
 // zero-size object splits a gap). place_greedy finds the same gaps through merged byte ranges
 // in segment trees and must put every object exactly where this does.
-Placement obvious_greedy(const Lifetimes& lifetimes, const GreedyOptions& options) {
+Placement obvious_greedy(const Problem& lifetimes, const GreedyOptions& options) {
   struct Placed {
     std::size_t chunk;
     Offset begin;
@@ -153,8 +157,7 @@ TEST_P(EveryStrategy, RandomGraphsGiveValidPlansAboveTheLowerBound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, EveryStrategy, ::testing::ValuesIn(all_strategies()),
-                         [](const auto& param_info) { return std::string(strategy_name(param_info.param)); });
+INSTANTIATE_TEST_SUITE_P(All, EveryStrategy, ::testing::ValuesIn(all_strategies()), testing::strategy_param_name);
 
 TEST(BestStrategy, NeverWorseThanGgmlPerBuffer) {
   for (std::uint64_t seed = 0; seed < 300; ++seed) {

@@ -153,8 +153,8 @@ struct TimelineTail : ::testing::Test {
     g.add_leaf(g.new_tensor("small", DataType::F32, {4}));
     lifetimes.allocators = {{16, kUnlimited}};
     lifetimes.buffer_allocator = {0};
-    StorageObject big{0, 0, 64, {0, 3}, {{2, 16}}, 0};
-    StorageObject small{0, 0, 16, {1, 4}, {}, 1};
+    StorageObject big{0, 64, {0, 3}, {{2, 16}}, 0};
+    StorageObject small{0, 16, {1, 4}, {}, 1};
     lifetimes.storages = {big, small};
     lifetimes.events = {{LifetimeEvent::Kind::kAllocate, 0, 0, 64},
                         {LifetimeEvent::Kind::kAllocate, 1, 0, 16},
