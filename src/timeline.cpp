@@ -8,6 +8,9 @@
 #include <map>
 #include <string_view>
 
+#include "report/timeline_css.hpp"  // generated from src/report/timeline.css
+#include "report/timeline_js.hpp"   // generated from src/report/timeline.js
+
 namespace galloc {
 
 std::vector<TimelineExtent> timeline_extents(const Lifetimes& lifetimes, const Placement& placement) {
@@ -428,74 +431,6 @@ std::string node_range(const Lifetimes& lifetimes, Step from, Step to) {
   return "nodes " + std::to_string(first) + "\xE2\x80\x93" + std::to_string(last);
 }
 
-const char* kCss = R"CSS(
-:root { --ink: #1f2430; --muted: #5d6473; --line: #d9dde5; --bg: #f6f7f9; --panel: #ffffff; }
-* { box-sizing: border-box; }
-body { margin: 0; background: var(--bg); color: var(--ink);
-       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-header#summary { background: var(--panel); border-bottom: 1px solid var(--line); padding: 18px 28px 14px; }
-h1 { font-size: 20px; margin: 0 0 10px; font-weight: 650; }
-h2 { font-size: 16px; margin: 0 0 4px; font-weight: 650; }
-dl.stats { display: flex; flex-wrap: wrap; gap: 10px 14px; margin: 0; }
-dl.stats > div { background: var(--bg); border: 1px solid var(--line); border-radius: 8px; padding: 6px 12px; min-width: 120px; }
-dl.stats dt { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
-dl.stats dd { margin: 0; font-size: 17px; font-weight: 600; font-variant-numeric: tabular-nums; }
-dl.stats dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
-.op-legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin-top: 12px; font-size: 12px; color: var(--muted); }
-.op-legend span.swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 5px; vertical-align: -1px; }
-main { padding: 18px 28px 40px; display: flex; flex-direction: column; gap: 18px; }
-section.buffer { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 14px 18px 16px; }
-p.buffer-stats { margin: 0 0 10px; color: var(--muted); }
-figure.panel { margin: 0 0 12px; }
-figcaption { font-size: 12px; color: var(--muted); margin-bottom: 2px; }
-svg.timeline { display: block; max-width: 100%; height: auto; }
-svg .plot-bg { fill: #fbfbfc; stroke: var(--line); }
-svg .grid { stroke: #eceef2; stroke-width: 1; }
-svg .tick-label { font-size: 11px; fill: var(--muted); font-variant-numeric: tabular-nums; }
-svg .axis-label { font-size: 11px; fill: var(--muted); }
-svg rect.storage { stroke: #ffffff; stroke-width: .6; cursor: pointer; }
-svg rect.storage.hl { stroke: #111; stroke-width: 1.6; }
-svg line.lower-bound { stroke: #c0392b; stroke-width: 1.3; stroke-dasharray: 6 4; }
-svg text.lower-bound-label { font-size: 11px; fill: #c0392b; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
-svg text.storage-label { font-size: 11px; pointer-events: none; }
-svg line.peak-marker { stroke: #111; stroke-width: 1.2; stroke-dasharray: 2 3; }
-svg text.peak-label { font-size: 11px; fill: #111; font-weight: 600; }
-table.peak-tensors { border-collapse: collapse; width: 100%; font-size: 13px; margin-top: 4px; }
-table.peak-tensors caption { text-align: left; font-weight: 600; padding: 4px 0 6px; }
-table.peak-tensors th { text-align: left; font-weight: 600; color: var(--muted); font-size: 12px; border-bottom: 1px solid var(--line); padding: 4px 8px; }
-table.peak-tensors td { border-bottom: 1px solid #f0f1f4; padding: 3px 8px; font-variant-numeric: tabular-nums; }
-table.peak-tensors td.num, table.peak-tensors th.num { text-align: right; }
-table.peak-tensors tr.peak-row:hover { background: #f3f6fb; }
-td .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
-#details { position: fixed; right: 16px; bottom: 16px; max-width: 420px; background: rgba(31,36,48,.94); color: #fff;
-           border-radius: 8px; padding: 9px 12px; font-size: 12px; white-space: pre-line; pointer-events: none; display: none; }
-footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
-)CSS";
-
-const char* kScript = R"JS(
-(function () {
-  var details = document.getElementById('details');
-  function same(el) {
-    return document.querySelectorAll('rect.storage[data-allocator="' + el.dataset.allocator +
-                                     '"][data-storage="' + el.dataset.storage + '"]');
-  }
-  function mark(el, on) { same(el).forEach(function (r) { r.classList.toggle('hl', on); }); }
-  document.querySelectorAll('rect.storage').forEach(function (r) {
-    r.addEventListener('mouseenter', function () {
-      mark(r, true);
-      details.textContent = r.querySelector('title').textContent;
-      details.style.display = 'block';
-    });
-    r.addEventListener('mouseleave', function () { mark(r, false); details.style.display = 'none'; });
-  });
-  document.querySelectorAll('tr.peak-row').forEach(function (row) {
-    row.addEventListener('mouseenter', function () { mark(row, true); });
-    row.addEventListener('mouseleave', function () { mark(row, false); });
-  });
-  document.body.setAttribute('data-timeline-ready', '1');
-})();
-)JS";
-
 struct HtmlContext {
   const Graph& graph;
   const Lifetimes& lifetimes;
@@ -717,7 +652,7 @@ std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
   out.reserve(4096 + m.extents.size() * 600);
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-         escape(options.title) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n";
+         escape(options.title) + "</title>\n<style>\n" + kTimelineCss + "</style>\n</head>\n<body>\n";
   out += "<header id=\"summary\">\n<h1>" + escape(options.title) + "</h1>\n<dl class=\"stats\">\n";
   auto stat = [&](const char* id, const std::string& label, const std::string& value, const std::string& extra) {
     out += "<div><dt>" + label + "</dt><dd id=\"" + id + "\"" + extra + ">" + value + "</dd></div>\n";
@@ -773,7 +708,7 @@ std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
   }
   out += "</main>\n<div id=\"details\"></div>\n<footer>Drawn by galloc. x: step of the lifetimes (one "
          "allocation or free each); y: offset in the chunk. Hover a block for its tensors.</footer>\n";
-  out += "<script>" + std::string(kScript) + "</script>\n</body>\n</html>\n";
+  out += "<script>\n" + std::string(kTimelineScript) + "</script>\n</body>\n</html>\n";
   return out;
 }
 
