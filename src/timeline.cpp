@@ -8,6 +8,7 @@
 #include <map>
 #include <string_view>
 
+#include "galloc/extents.hpp"
 #include "report/timeline_css.hpp"  // generated from src/report/timeline.css
 #include "report/timeline_js.hpp"   // generated from src/report/timeline.js
 
@@ -15,6 +16,7 @@ namespace galloc {
 
 std::vector<TimelineExtent> timeline_extents(const Lifetimes& lifetimes, const Placement& placement) {
   std::vector<TimelineExtent> extents;
+  std::vector<StorageExtent> parts;
   const std::size_t n = std::min(lifetimes.storages.size(), placement.storage_address.size());
   for (std::size_t i = 0; i < n; ++i) {
     const StorageObject& storage = lifetimes.storages[i];
@@ -24,25 +26,12 @@ std::vector<TimelineExtent> timeline_extents(const Lifetimes& lifetimes, const P
         static_cast<std::size_t>(address.chunk) >= placement.chunk_sizes[a].size()) {
       continue;
     }
-    auto add = [&](Step from, Step to, Offset begin, Offset end) {
-      if (from < to && begin < end) {
-        extents.push_back({static_cast<StorageId>(i), storage.allocator, address.chunk, {from, to},
-                           {begin, end}});
+    split_at_tail_frees(storage, address.offset, parts);
+    for (const StorageExtent& part : parts) {
+      if (!part.empty()) {
+        extents.push_back({static_cast<StorageId>(i), storage.allocator, address.chunk, part.steps, part.bytes});
       }
-    };
-    // The head lives longest; each tail free ends the bytes above it earlier.
-    Offset end = address.offset + storage.size;
-    std::vector<TimelineExtent> tails;
-    for (const TailFree& tail : storage.tail_frees) {
-      const Offset begin = address.offset + tail.begin;
-      if (begin < end) {
-        tails.push_back({static_cast<StorageId>(i), storage.allocator, address.chunk,
-                         {storage.live.lower, tail.step}, {begin, end}});
-      }
-      end = std::min(end, begin);
     }
-    add(storage.live.lower, storage.live.upper, address.offset, end);
-    for (const TimelineExtent& tail : tails) add(tail.steps.lower, tail.steps.upper, tail.bytes.lower, tail.bytes.upper);
   }
   return extents;
 }

@@ -5,6 +5,8 @@
 #include <string>
 #include <tuple>
 
+#include "galloc/extents.hpp"
+
 namespace galloc {
 
 namespace {
@@ -43,6 +45,7 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
   // Extents grouped by (allocator, chunk).
   std::map<std::pair<AllocatorId, ChunkId>, std::vector<Extent>> groups;
   std::vector<Bytes> largest(problem.allocators.size(), 0);
+  std::vector<StorageExtent> parts;
   for (std::size_t i = 0; i < problem.storages.size(); ++i) {
     const auto s = static_cast<StorageId>(i);
     const StorageObject& storage = problem.storages[i];
@@ -68,17 +71,16 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
                             std::to_string(chunks[static_cast<std::size_t>(address.chunk)]) +
                             " bytes)"});
     }
-    // Split the storage into extents at its tail frees.
     auto& extents = groups[{storage.allocator, address.chunk}];
-    Offset end = address.offset + storage.size;
-    for (const TailFree& tail : storage.tail_frees) {
-      const Offset begin = address.offset + tail.begin;
-      if (begin < end) extents.push_back({storage.live.lower, tail.step, begin, end, s});
-      end = std::min(end, begin);
-    }
-    if (address.offset < end) {
-      extents.push_back({storage.live.lower, storage.live.upper, address.offset, end, s});
-    }
+    auto add = [&](const StorageExtent& part) {
+      if (!part.empty()) {
+        extents.push_back({part.steps.lower, part.steps.upper, part.bytes.lower, part.bytes.upper, s});
+      }
+    };
+    // The tails, then the head (parts[0]): which overlaps the sweep reports depends on the order.
+    split_at_tail_frees(storage, address.offset, parts);
+    for (std::size_t k = 1; k < parts.size(); ++k) add(parts[k]);
+    add(parts[0]);
   }
 
   for (std::size_t a = 0; a < problem.allocators.size(); ++a) {

@@ -3,6 +3,7 @@
 
 #include "galloc/buffer.hpp"
 #include "galloc/dynamic_allocator.hpp"
+#include "galloc/extents.hpp"
 #include "galloc/graph.hpp"
 #include "galloc/graph_allocator.hpp"
 #include "galloc/lifetimes.hpp"

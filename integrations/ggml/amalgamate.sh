@@ -28,6 +28,7 @@ HEADERS=(
     include/galloc/buffer.hpp
     include/galloc/problem.hpp
     include/galloc/lifetimes.hpp
+    include/galloc/extents.hpp
     include/galloc/dynamic_allocator.hpp
     src/dynamic_allocator_index.hpp
     src/wide_product.hpp
