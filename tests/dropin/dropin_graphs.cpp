@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "layout_hash.hpp"
 #include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
@@ -54,26 +55,6 @@ std::string tensor_hash(const ggml_tensor* t) {
     }
   }
   return hex(fnv1a(bytes.data(), bytes.size()));
-}
-
-// Every tensor of the graph (leafs, then nodes): which buffer (in order of first appearance)
-// and which offset inside it, hashed.
-std::string layout_hash(ggml_cgraph* gf) {
-  std::vector<ggml_backend_buffer_t> seen;
-  std::string text;
-  auto add = [&](const ggml_tensor* t) {
-    if (t->buffer == nullptr || t->data == nullptr) {
-      text += "-;";
-      return;
-    }
-    auto it = std::find(seen.begin(), seen.end(), t->buffer);
-    if (it == seen.end()) it = seen.insert(seen.end(), t->buffer);
-    const auto offset = static_cast<const char*>(t->data) - static_cast<const char*>(ggml_backend_buffer_get_base(t->buffer));
-    text += std::to_string(it - seen.begin()) + ":" + std::to_string(offset) + ";";
-  };
-  for (int i = 0; i < gf->n_leafs; ++i) add(gf->leafs[i]);
-  for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) add(ggml_graph_node(gf, i));
-  return hex(fnv1a(text.data(), text.size()));
 }
 
 // ------------------------------------------------------------------ random data

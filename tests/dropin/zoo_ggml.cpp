@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "galloc/zoo.hpp"
+#include "layout_hash.hpp"
 #include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
@@ -481,25 +482,6 @@ std::uint64_t hash_tensor(const ggml_tensor* t, std::uint64_t h, std::size_t* no
     for (std::size_t k = 0; k < bytes.size() / sizeof(float); ++k) *non_finite += std::isfinite(f[k]) ? 0 : 1;
   }
   return fnv1a(bytes.data(), bytes.size(), h);
-}
-
-// Where each tensor of the graph was placed (buffer by first appearance, offset), hashed.
-std::string layout_hash(ggml_cgraph* gf) {
-  std::vector<ggml_backend_buffer_t> seen;
-  std::string text;
-  auto add = [&](const ggml_tensor* t) {
-    if (t->buffer == nullptr || t->data == nullptr) {
-      text += "-;";
-      return;
-    }
-    auto it = std::find(seen.begin(), seen.end(), t->buffer);
-    if (it == seen.end()) it = seen.insert(seen.end(), t->buffer);
-    const auto offset = static_cast<const char*>(t->data) - static_cast<const char*>(ggml_backend_buffer_get_base(t->buffer));
-    text += std::to_string(it - seen.begin()) + ":" + std::to_string(offset) + ";";
-  };
-  for (int k = 0; k < gf->n_leafs; ++k) add(gf->leafs[k]);
-  for (int k = 0; k < ggml_graph_n_nodes(gf); ++k) add(ggml_graph_node(gf, k));
-  return hex(fnv1a(text.data(), text.size()));
 }
 
 // The scale each graph is computed at: small enough for well under a second of CPU time.
