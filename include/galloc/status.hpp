@@ -51,12 +51,17 @@ class [[nodiscard]] Status {
   return {ErrorCode::kInternal, std::move(message)};
 }
 
-// A value or the Status that explains why there is none.
+// A value or the Status that explains why there is none; never neither.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
+  // An OK status explains nothing: passing one is a caller's bug, kept as an internal error
+  // rather than a Result with neither a value nor an error. Checked at run time, because only
+  // then is a Status known to be OK.
+  Result(Status status)  // NOLINT: implicit by design
+      : status_(status.is_ok() ? internal_error("a Result was built from an OK status and holds no value")
+                               : std::move(status)) {}
 
   [[nodiscard]] bool is_ok() const { return value_.has_value(); }
   explicit operator bool() const { return is_ok(); }

@@ -1,0 +1,46 @@
+#include "galloc/status.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace galloc {
+namespace {
+
+Result<int> half(int n) {
+  if (n % 2 != 0) return invalid_argument(std::to_string(n) + " is odd");
+  return n / 2;
+}
+
+Result<int> quarter(int n) {
+  Result<int> h = half(n);
+  if (!h) return h.status();
+  return half(*h);
+}
+
+TEST(Result, HoldsAValueOrTheErrorThatExplainsItsAbsence) {
+  const Result<int> ok = quarter(8);
+  ASSERT_TRUE(ok.is_ok());
+  EXPECT_EQ(*ok, 2);
+  EXPECT_TRUE(ok.status().is_ok());
+
+  const Result<int> odd = quarter(6);
+  ASSERT_FALSE(odd.is_ok());
+  EXPECT_EQ(odd.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(odd.status().message(), "3 is odd");
+}
+
+TEST(Result, BuiltFromAnOkStatusIsAnInternalError) {
+  const Result<int> neither = Status::ok();
+  EXPECT_FALSE(neither.is_ok());
+  EXPECT_FALSE(neither.status().is_ok());
+  EXPECT_EQ(neither.status().code(), ErrorCode::kInternal);
+  EXPECT_NE(neither.status().message().find("OK status"), std::string::npos) << neither.status().to_string();
+
+  const Result<std::string> from_default = Status();
+  EXPECT_FALSE(from_default.is_ok());
+  EXPECT_EQ(from_default.status().code(), ErrorCode::kInternal);
+}
+
+}  // namespace
+}  // namespace galloc
