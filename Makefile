@@ -13,8 +13,11 @@ GGML_SEED     := $(GGML_CACHE)/seed
 # The one-file drop-in's builds inside the npm packages' ggml, as shipped (tests/amalgamation).
 PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 
-DEBIAN_PACKAGES := cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
-                   libbenchmark-dev librapidcheck-dev libfmt-dev chromium clang libclang-rt-14-dev
+# Each is used: GoogleTest (unit tests), nlohmann-json (graph files), CLI11 (the CLI), RapidCheck
+# (property tests), Chromium (the timeline page's browser test), clang and its runtime (the
+# clang build and the fuzzers).
+DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev librapidcheck-dev \
+                   chromium clang libclang-rt-14-dev
 
 .PHONY: all deps ggml configure build run test unit-test asan-test clang-test clean
 
