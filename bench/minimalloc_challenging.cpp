@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   }
   std::sort(files.begin(), files.end());
 
-  std::printf("%-16s %7s %9s %9s %7s %9s %6s %10s %9s\n", "instance", "buffers", "peak", "greedy", "greedy%",
-              "exact", "fits", "validator", "seconds");
+  std::printf("%-16s %7s %9s %9s %7s %9s %6s %10s %9s\n", "instance", "buffers", "peak", "greedy", "greedy%", "exact",
+              "fits", "validator", "seconds");
   int solved = 0;
   int valid = 0;
   double total_seconds = 0;
@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
     options.time_limit_seconds = seconds;
     if (!minimize) options.capacity = capacity;
     const auto begin = std::chrono::steady_clock::now();
-    auto exact = steps_only ? galloc::place_exact(lifetimes, greedy, options)
-                            : galloc::place_exact(*problem, greedy, options);
+    auto exact =
+        steps_only ? galloc::place_exact(lifetimes, greedy, options) : galloc::place_exact(*problem, greedy, options);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     total_seconds += elapsed;
     times.push_back(elapsed);
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
       fits = fit ? "yes" : "no";
       const auto issues = galloc::validate_placement(lifetimes, *exact);
       verdict = issues.empty() ? "valid" : "INVALID";
-      if (!issues.empty()) std::fprintf(stderr, "%s: %s\n", file.filename().string().c_str(), issues.front().message.c_str());
+      if (!issues.empty())
+        std::fprintf(stderr, "%s: %s\n", file.filename().string().c_str(), issues.front().message.c_str());
       solved += fit ? 1 : 0;
       valid += issues.empty() ? 1 : 0;
     } else {
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::sort(times.begin(), times.end());
-  const double median = times.empty() ? 0
+  const double median = times.empty()           ? 0
                         : times.size() % 2 == 1 ? times[times.size() / 2]
                                                 : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
   std::printf("fit %d of %zu, valid %d, total %.3f s, median %.3f s (time limit %.0f s each%s%s)\n", solved,

@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
   }
   const std::vector<galloc::Strategy> strategies{galloc::Strategy::kGgml, galloc::Strategy::kGreedy,
                                                  galloc::Strategy::kBest};
-  std::printf("%-28s %7s %-7s %12s %12s %8s %8s %9s %9s\n", "graph", "nodes", "planner", "buffer MiB",
-              "lower MiB", "/lower", "/stock", "plan x", "alloc x");
+  std::printf("%-28s %7s %-7s %12s %12s %8s %8s %9s %9s\n", "graph", "nodes", "planner", "buffer MiB", "lower MiB",
+              "/lower", "/stock", "plan x", "alloc x");
   std::vector<double> size_ratio(strategies.size(), 0), plan_ratio(strategies.size(), 0),
       alloc_ratio(strategies.size(), 0);
   int counted = 0;
@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
                 stock.reserve_seconds * 1e6, stock.alloc_seconds * 1e6);
     for (std::size_t s = 0; s < strategies.size(); ++s) {
       const GallocTiming t = time_galloc(named.c, strategies[s], repetitions);
-      const double vs_stock = static_cast<double>(t.size) / static_cast<double>(std::max<std::size_t>(1, stock.total_size));
+      const double vs_stock =
+          static_cast<double>(t.size) / static_cast<double>(std::max<std::size_t>(1, stock.total_size));
       const double plan_x = t.reserve_seconds / std::max(1e-9, stock.reserve_seconds);
       const double alloc_x = t.alloc_seconds / std::max(1e-9, stock.alloc_seconds);
       std::printf("%-28s %7s %-7s %12.3f %12.3f %8.4f %8.4f %9.2fx %9.2fx\n", "", "",

@@ -113,8 +113,9 @@ int main(int argc, char** argv) {
   if (counted == 0) return 1;
   std::printf("\ngeometric means over %d graphs:\n", counted);
   for (std::size_t s = 0; s < strategies.size(); ++s) {
-    std::printf("  %-32s reserve %10.1f us   alloc %8.2f us\n", std::string(galloc::strategy_name(strategies[s])).c_str(),
-                std::exp(log_reserve[s] / counted) * 1e6, std::exp(log_alloc[s] / counted) * 1e6);
+    std::printf("  %-32s reserve %10.1f us   alloc %8.2f us\n",
+                std::string(galloc::strategy_name(strategies[s])).c_str(), std::exp(log_reserve[s] / counted) * 1e6,
+                std::exp(log_alloc[s] / counted) * 1e6);
   }
   return 0;
 }

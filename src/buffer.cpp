@@ -85,8 +85,8 @@ Bytes NullBufferType::alloc_size(const Tensor& tensor) const {
 Result<std::unique_ptr<Buffer>> NullBufferType::allocate(Bytes size) const {
   ++allocations_;
   if (fail_at_ != 0 && allocations_ == fail_at_) {
-    return out_of_memory(name_ + ": allocation " + std::to_string(allocations_) +
-                         " of " + std::to_string(size) + " bytes failed (injected)");
+    return out_of_memory(name_ + ": allocation " + std::to_string(allocations_) + " of " + std::to_string(size) +
+                         " bytes failed (injected)");
   }
   return std::unique_ptr<Buffer>(std::make_unique<NullBuffer>(*this, size, live_bytes_, live_buffers_));
 }

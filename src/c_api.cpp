@@ -115,8 +115,7 @@ galloc_status add(const char* function, galloc_graph* graph, const galloc_tensor
   });
 }
 
-galloc::BufferAssignment assignment_for(const galloc::Graph& graph, const int32_t* node_ids,
-                                        const int32_t* leaf_ids) {
+galloc::BufferAssignment assignment_for(const galloc::Graph& graph, const int32_t* node_ids, const int32_t* leaf_ids) {
   galloc::BufferAssignment assignment;
   if (node_ids) assignment.node_buffer_ids = {node_ids, graph.nodes.size()};
   if (leaf_ids) assignment.leaf_buffer_ids = {leaf_ids, graph.leafs.size()};
@@ -175,8 +174,7 @@ galloc_status galloc_graph_add_leaf(galloc_graph* graph, const galloc_tensor_des
   return add("galloc_graph_add_leaf", graph, desc, out_id, ListKind::kLeaf);
 }
 
-galloc_status galloc_graph_counts(const galloc_graph* graph, int32_t* n_tensors, int32_t* n_nodes,
-                                  int32_t* n_leafs) {
+galloc_status galloc_graph_counts(const galloc_graph* graph, int32_t* n_tensors, int32_t* n_nodes, int32_t* n_leafs) {
   if (!graph) return null_argument("galloc_graph_counts", "graph");
   if (n_tensors) *n_tensors = static_cast<int32_t>(graph->graph.tensors.size());
   if (n_nodes) *n_nodes = static_cast<int32_t>(graph->graph.nodes.size());
@@ -197,13 +195,13 @@ galloc_status galloc_graph_tensor_data(const galloc_graph* graph, int32_t tensor
 
 galloc_buffer_type* galloc_buffer_type_new_cpu(size_t alignment, size_t max_size) {
   if (!galloc::is_power_of_two(alignment)) {
-    fail(GALLOC_ERROR_INVALID_ARGUMENT, "galloc_buffer_type_new_cpu: alignment " + std::to_string(alignment) +
-                                            " is not a power of two");
+    fail(GALLOC_ERROR_INVALID_ARGUMENT,
+         "galloc_buffer_type_new_cpu: alignment " + std::to_string(alignment) + " is not a power of two");
     return nullptr;
   }
   try {
-    return new galloc_buffer_type{std::make_unique<galloc::CpuBufferType>(
-        alignment, max_size == 0 ? galloc::kUnlimited : max_size)};
+    return new galloc_buffer_type{
+        std::make_unique<galloc::CpuBufferType>(alignment, max_size == 0 ? galloc::kUnlimited : max_size)};
   } catch (...) {
     fail(GALLOC_ERROR_OUT_OF_MEMORY, "galloc_buffer_type_new_cpu: out of memory");
     return nullptr;
@@ -212,8 +210,8 @@ galloc_buffer_type* galloc_buffer_type_new_cpu(size_t alignment, size_t max_size
 
 galloc_buffer_type* galloc_buffer_type_new_null(size_t alignment, size_t max_size, size_t fail_nth) {
   if (!galloc::is_power_of_two(alignment)) {
-    fail(GALLOC_ERROR_INVALID_ARGUMENT, "galloc_buffer_type_new_null: alignment " + std::to_string(alignment) +
-                                            " is not a power of two");
+    fail(GALLOC_ERROR_INVALID_ARGUMENT,
+         "galloc_buffer_type_new_null: alignment " + std::to_string(alignment) + " is not a power of two");
     return nullptr;
   }
   try {
@@ -264,20 +262,19 @@ galloc_status galloc_allocator_reserve(galloc_allocator* allocator, const galloc
   return guarded("galloc_allocator_reserve", [&] {
     if (!allocator) return null_argument("galloc_allocator_reserve", "allocator");
     if (!graph) return null_argument("galloc_allocator_reserve", "graph");
-    return report(allocator->allocator.reserve(graph->graph,
-                                               assignment_for(graph->graph, node_buffer_ids, leaf_buffer_ids)));
+    return report(
+        allocator->allocator.reserve(graph->graph, assignment_for(graph->graph, node_buffer_ids, leaf_buffer_ids)));
   });
 }
 
 galloc_status galloc_allocator_measure(const galloc_allocator* allocator, const galloc_graph* graph,
-                                       const int32_t* node_buffer_ids, const int32_t* leaf_buffer_ids,
-                                       size_t* sizes) {
+                                       const int32_t* node_buffer_ids, const int32_t* leaf_buffer_ids, size_t* sizes) {
   return guarded("galloc_allocator_measure", [&] {
     if (!allocator) return null_argument("galloc_allocator_measure", "allocator");
     if (!graph) return null_argument("galloc_allocator_measure", "graph");
     if (!sizes) return null_argument("galloc_allocator_measure", "sizes");
-    auto measured = allocator->allocator.measure(graph->graph,
-                                                 assignment_for(graph->graph, node_buffer_ids, leaf_buffer_ids));
+    auto measured =
+        allocator->allocator.measure(graph->graph, assignment_for(graph->graph, node_buffer_ids, leaf_buffer_ids));
     if (!measured) return report(measured.status());
     for (std::size_t i = 0; i < measured->size(); ++i) sizes[i] = (*measured)[i];
     return GALLOC_OK;
@@ -303,8 +300,8 @@ galloc_status galloc_allocator_buffer_size(const galloc_allocator* allocator, in
   });
 }
 
-galloc_status galloc_allocator_tensor_placement(const galloc_allocator* allocator, int32_t tensor,
-                                                int32_t* out_buffer, int32_t* out_chunk, size_t* out_offset) {
+galloc_status galloc_allocator_tensor_placement(const galloc_allocator* allocator, int32_t tensor, int32_t* out_buffer,
+                                                int32_t* out_chunk, size_t* out_offset) {
   return guarded("galloc_allocator_tensor_placement", [&] {
     if (!allocator) return null_argument("galloc_allocator_tensor_placement", "allocator");
     const auto& plan = allocator->allocator.plan();
@@ -312,8 +309,8 @@ galloc_status galloc_allocator_tensor_placement(const galloc_allocator* allocato
       return fail(GALLOC_ERROR_FAILED_PRECONDITION, "galloc_allocator_tensor_placement: nothing reserved yet");
     }
     if (tensor < 0 || static_cast<std::size_t>(tensor) >= plan->tensors.size()) {
-      return fail(GALLOC_ERROR_INVALID_ARGUMENT, "galloc_allocator_tensor_placement: tensor " +
-                                                     std::to_string(tensor) + " is not in the reserved graph");
+      return fail(GALLOC_ERROR_INVALID_ARGUMENT, "galloc_allocator_tensor_placement: tensor " + std::to_string(tensor) +
+                                                     " is not in the reserved graph");
     }
     const auto& slot = plan->tensors[static_cast<std::size_t>(tensor)];
     if (out_buffer) *out_buffer = slot.buffer;

@@ -170,9 +170,7 @@ class DynamicAllocator::Index {
     tails_.resize(chunks);
   }
 
-  static bool is_last(const Chunk& chunk, Blocks::const_iterator it) {
-    return std::next(it) == chunk.by_offset.end();
-  }
+  static bool is_last(const Chunk& chunk, Blocks::const_iterator it) { return std::next(it) == chunk.by_offset.end(); }
 
   static void insert_block(Chunk& chunk, Offset offset, Bytes size) {
     Blocks& blocks = chunk.by_offset;
@@ -302,8 +300,7 @@ class DynamicAllocator::Index {
       if (blocks.empty()) continue;
       const FreeBlock& block = blocks.back();
       // Wraps like upstream's size_t arithmetic, then reads as signed.
-      const auto reuse = static_cast<std::int64_t>(
-          high_water_[static_cast<std::size_t>(c)] - block.offset - size);
+      const auto reuse = static_cast<std::int64_t>(high_water_[static_cast<std::size_t>(c)] - block.offset - size);
       const bool better_reuse = best_reuse < 0 && reuse > best_reuse;
       const bool better_fit = reuse >= 0 && reuse < best_reuse;
       if (block.size >= size && (better_reuse || better_fit)) {
@@ -364,12 +361,10 @@ class DynamicAllocator::Index {
       return;
     }
   }
-  auto position = std::find_if(blocks.begin(), blocks.end(),
-                               [&](const FreeBlock& b) { return b.offset >= offset; });
+  auto position = std::find_if(blocks.begin(), blocks.end(), [&](const FreeBlock& b) { return b.offset >= offset; });
   blocks.insert(position, FreeBlock{offset, size});
   ++scan_size_;
 }
-
 
 DynamicAllocator::DynamicAllocator(Bytes alignment, Bytes max_chunk_size)
     : alignment_(alignment == 0 ? 1 : alignment),

@@ -93,9 +93,7 @@ class TailTree {
   [[nodiscard]] int first_from(Bytes from, Bytes size) const { return first_from(root_, from, size); }
   // The last chunk in that order with distance < `before` and a last block of at least
   // `size` bytes, or kNone.
-  [[nodiscard]] int last_before(Bytes before, Bytes size) const {
-    return last_before(root_, before, size);
-  }
+  [[nodiscard]] int last_before(Bytes before, Bytes size) const { return last_before(root_, before, size); }
   // The last chunk in that order with a last block of at least `size` bytes, or kNone.
   [[nodiscard]] int last(Bytes size) const { return last_in(root_, size); }
 

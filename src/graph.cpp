@@ -19,23 +19,40 @@ struct TypeRow {
 
 // Block sizes and bytes per block of ggml's types (upstream ggml, llama.rn 0.12.9).
 constexpr std::array<TypeRow, 35> kTypes{{
-    {DataType::F32, {"f32", 1, 4}},         {DataType::F16, {"f16", 1, 2}},
-    {DataType::Q4_0, {"q4_0", 32, 18}},     {DataType::Q4_1, {"q4_1", 32, 20}},
-    {DataType::Q5_0, {"q5_0", 32, 22}},     {DataType::Q5_1, {"q5_1", 32, 24}},
-    {DataType::Q8_0, {"q8_0", 32, 34}},     {DataType::Q8_1, {"q8_1", 32, 36}},
-    {DataType::Q2_K, {"q2_K", 256, 84}},    {DataType::Q3_K, {"q3_K", 256, 110}},
-    {DataType::Q4_K, {"q4_K", 256, 144}},   {DataType::Q5_K, {"q5_K", 256, 176}},
-    {DataType::Q6_K, {"q6_K", 256, 210}},   {DataType::Q8_K, {"q8_K", 256, 292}},
-    {DataType::IQ2_XXS, {"iq2_xxs", 256, 66}}, {DataType::IQ2_XS, {"iq2_xs", 256, 74}},
-    {DataType::IQ3_XXS, {"iq3_xxs", 256, 98}}, {DataType::IQ1_S, {"iq1_s", 256, 50}},
-    {DataType::IQ4_NL, {"iq4_nl", 32, 18}},  {DataType::IQ3_S, {"iq3_s", 256, 110}},
-    {DataType::IQ2_S, {"iq2_s", 256, 82}},   {DataType::IQ4_XS, {"iq4_xs", 256, 136}},
-    {DataType::I8, {"i8", 1, 1}},           {DataType::I16, {"i16", 1, 2}},
-    {DataType::I32, {"i32", 1, 4}},         {DataType::I64, {"i64", 1, 8}},
-    {DataType::F64, {"f64", 1, 8}},         {DataType::IQ1_M, {"iq1_m", 256, 56}},
-    {DataType::BF16, {"bf16", 1, 2}},       {DataType::TQ1_0, {"tq1_0", 256, 54}},
-    {DataType::TQ2_0, {"tq2_0", 256, 66}},  {DataType::MXFP4, {"mxfp4", 32, 17}},
-    {DataType::NVFP4, {"nvfp4", 64, 36}},   {DataType::Q1_0, {"q1_0", 128, 18}},
+    {DataType::F32, {"f32", 1, 4}},
+    {DataType::F16, {"f16", 1, 2}},
+    {DataType::Q4_0, {"q4_0", 32, 18}},
+    {DataType::Q4_1, {"q4_1", 32, 20}},
+    {DataType::Q5_0, {"q5_0", 32, 22}},
+    {DataType::Q5_1, {"q5_1", 32, 24}},
+    {DataType::Q8_0, {"q8_0", 32, 34}},
+    {DataType::Q8_1, {"q8_1", 32, 36}},
+    {DataType::Q2_K, {"q2_K", 256, 84}},
+    {DataType::Q3_K, {"q3_K", 256, 110}},
+    {DataType::Q4_K, {"q4_K", 256, 144}},
+    {DataType::Q5_K, {"q5_K", 256, 176}},
+    {DataType::Q6_K, {"q6_K", 256, 210}},
+    {DataType::Q8_K, {"q8_K", 256, 292}},
+    {DataType::IQ2_XXS, {"iq2_xxs", 256, 66}},
+    {DataType::IQ2_XS, {"iq2_xs", 256, 74}},
+    {DataType::IQ3_XXS, {"iq3_xxs", 256, 98}},
+    {DataType::IQ1_S, {"iq1_s", 256, 50}},
+    {DataType::IQ4_NL, {"iq4_nl", 32, 18}},
+    {DataType::IQ3_S, {"iq3_s", 256, 110}},
+    {DataType::IQ2_S, {"iq2_s", 256, 82}},
+    {DataType::IQ4_XS, {"iq4_xs", 256, 136}},
+    {DataType::I8, {"i8", 1, 1}},
+    {DataType::I16, {"i16", 1, 2}},
+    {DataType::I32, {"i32", 1, 4}},
+    {DataType::I64, {"i64", 1, 8}},
+    {DataType::F64, {"f64", 1, 8}},
+    {DataType::IQ1_M, {"iq1_m", 256, 56}},
+    {DataType::BF16, {"bf16", 1, 2}},
+    {DataType::TQ1_0, {"tq1_0", 256, 54}},
+    {DataType::TQ2_0, {"tq2_0", 256, 66}},
+    {DataType::MXFP4, {"mxfp4", 32, 17}},
+    {DataType::NVFP4, {"nvfp4", 64, 36}},
+    {DataType::Q1_0, {"q1_0", 128, 18}},
     {DataType::Q2_0, {"q2_0", 64, 18}},
 }};
 
@@ -115,10 +132,8 @@ bool op_can_inplace(Op op) {
     case Op::RmsNorm:
     case Op::RmsNormBack:
     case Op::SoftMax:
-    case Op::SoftMaxBack:
-      return true;
-    default:
-      return false;
+    case Op::SoftMaxBack: return true;
+    default: return false;
   }
 }
 
@@ -131,8 +146,7 @@ OpSet default_inplace_ops() {
   return ops;
 }
 
-std::array<Bytes, kMaxDims> contiguous_strides(DataType type,
-                                               const std::array<std::int64_t, kMaxDims>& ne) {
+std::array<Bytes, kMaxDims> contiguous_strides(DataType type, const std::array<std::int64_t, kMaxDims>& ne) {
   const auto traits = data_type_traits(type).value_or(DataTypeTraits{"", 1, 1});
   std::array<Bytes, kMaxDims> nb{};
   nb[0] = traits.type_size;
@@ -152,8 +166,7 @@ std::array<std::int64_t, kMaxDims> shape_of(std::initializer_list<std::int64_t> 
 }
 }  // namespace
 
-Tensor Graph::new_tensor(std::string name, DataType type,
-                         std::initializer_list<std::int64_t> ne) const {
+Tensor Graph::new_tensor(std::string name, DataType type, std::initializer_list<std::int64_t> ne) const {
   Tensor t;
   t.name = std::move(name);
   t.type = type;
@@ -294,8 +307,8 @@ Status diagnose_graph(const Graph& graph) {
     }
     for (int d = 0; d < kMaxDims; ++d) {
       if (tensor.ne[d] < 0) {
-        return invalid_argument(describe_tensor(graph, id) + ": ne[" + std::to_string(d) +
-                                "] is negative (" + std::to_string(tensor.ne[d]) + ")");
+        return invalid_argument(describe_tensor(graph, id) + ": ne[" + std::to_string(d) + "] is negative (" +
+                                std::to_string(tensor.ne[d]) + ")");
       }
     }
     if (static_cast<int>(tensor.op) < 0 || tensor.op >= Op::Count) {
@@ -309,8 +322,8 @@ Status diagnose_graph(const Graph& graph) {
       const TensorId src = tensor.src[s];
       if (src == kNoTensor) continue;
       if (!graph.contains(src)) {
-        return invalid_argument(describe_tensor(graph, id) + ": source " + std::to_string(s) +
-                                " is tensor " + std::to_string(src) + ", which is not in the graph");
+        return invalid_argument(describe_tensor(graph, id) + ": source " + std::to_string(s) + " is tensor " +
+                                std::to_string(src) + ", which is not in the graph");
       }
       const std::int64_t own = node_position[t];
       const std::int64_t theirs = node_position[static_cast<std::size_t>(src)];
@@ -319,9 +332,8 @@ Status diagnose_graph(const Graph& graph) {
                                 " is the tensor itself (a cycle)");
       }
       if (own >= 0 && theirs >= own) {
-        return invalid_argument(describe_tensor(graph, id) + " (node " + std::to_string(own) +
-                                "): source " + std::to_string(s) + " is " +
-                                describe_tensor(graph, src) + ", computed later at node " +
+        return invalid_argument(describe_tensor(graph, id) + " (node " + std::to_string(own) + "): source " +
+                                std::to_string(s) + " is " + describe_tensor(graph, src) + ", computed later at node " +
                                 std::to_string(theirs) + " (a cycle, or nodes out of order)");
       }
     }
@@ -350,8 +362,7 @@ Status diagnose_graph(const Graph& graph) {
     if (__builtin_add_overflow(tensor.view_offs, nbytes[t], &end) || end > source_size) {
       return invalid_argument(describe_tensor(graph, static_cast<TensorId>(t)) + ": view [" +
                               std::to_string(tensor.view_offs) + ", +" + std::to_string(nbytes[t]) +
-                              ") reaches past its source " +
-                              describe_tensor(graph, tensor.view_src) + " (" +
+                              ") reaches past its source " + describe_tensor(graph, tensor.view_src) + " (" +
                               std::to_string(source_size) + " bytes)");
     }
   }
@@ -397,7 +408,8 @@ bool passes_graph_checks(const Graph& graph) {
     });
     if (!sources_ok) return false;
     if (tensor.view_src != kNoTensor) {
-      if (static_cast<std::uint32_t>(tensor.view_src) >= n || static_cast<std::size_t>(tensor.view_src) == t) return false;
+      if (static_cast<std::uint32_t>(tensor.view_src) >= n || static_cast<std::size_t>(tensor.view_src) == t)
+        return false;
       if (graph.tensors[static_cast<std::size_t>(tensor.view_src)].is_view()) return false;
       any_view = true;
     }

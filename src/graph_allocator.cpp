@@ -13,11 +13,8 @@ constexpr std::uint32_t kWalkFlags = kFlagInput | kFlagOutput;
 
 }  // namespace
 
-GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types,
-                               GraphAllocatorOptions options)
-    : types_(std::move(buffer_types)),
-      allocator_of_(allocators_of(types_)),
-      options_(options) {
+GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, GraphAllocatorOptions options)
+    : types_(std::move(buffer_types)), allocator_of_(allocators_of(types_)), options_(options) {
   AllocatorId count = 0;
   for (AllocatorId a : allocator_of_) count = std::max(count, a + 1);
   buffers_.resize(static_cast<std::size_t>(count));
@@ -51,11 +48,10 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
     for (std::size_t c = 0; c < buffer.chunk_sizes.size(); ++c) {
       auto chunk = types_[b]->allocate(buffer.chunk_sizes[c]);
       if (!chunk) {
-        return {chunk.status().code(),
-                "reserve: failed to allocate chunk " + std::to_string(c) + " of buffer " +
-                    std::to_string(b) + " (" + buffer.name + ", " +
-                    std::to_string(buffer.chunk_sizes[c]) + " bytes): " + chunk.status().message() +
-                    "; the previous buffers are kept"};
+        return {chunk.status().code(), "reserve: failed to allocate chunk " + std::to_string(c) + " of buffer " +
+                                           std::to_string(b) + " (" + buffer.name + ", " +
+                                           std::to_string(buffer.chunk_sizes[c]) +
+                                           " bytes): " + chunk.status().message() + "; the previous buffers are kept"};
       }
       chunks.push_back(std::move(chunk).value());
     }
@@ -111,8 +107,7 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   }
 }
 
-Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph,
-                                                   const BufferAssignment& assignment) const {
+Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const BufferAssignment& assignment) const {
   auto planned = plan_graph(graph, types_, assignment, options_.placement);
   if (!planned) return planned.status();
   std::vector<Bytes> sizes;
@@ -177,10 +172,9 @@ Status GraphAllocator::alloc(Graph& graph) {
 Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
   if (needs_reserve(graph)) {
     if (types_.size() != 1) {
-      return failed_precondition(
-          "alloc: the graph does not fit the reservation and there are " +
-          std::to_string(types_.size()) +
-          " buffer ids; call reserve with the node and leaf buffer ids first");
+      return failed_precondition("alloc: the graph does not fit the reservation and there are " +
+                                 std::to_string(types_.size()) +
+                                 " buffer ids; call reserve with the node and leaf buffer ids first");
     }
     GALLOC_RETURN_IF_ERROR(sink.before_reserve(graph));
     GALLOC_RETURN_IF_ERROR(reserve(graph));
@@ -215,8 +209,8 @@ Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
 
 Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= types_.size()) {
-    return invalid_argument("buffer id " + std::to_string(id) + " is out of range (" +
-                            std::to_string(types_.size()) + " buffer ids)");
+    return invalid_argument("buffer id " + std::to_string(id) + " is out of range (" + std::to_string(types_.size()) +
+                            " buffer ids)");
   }
   const AllocatorId a = allocator_of_[static_cast<std::size_t>(id)];
   for (BufferId earlier = 0; earlier < id; ++earlier) {

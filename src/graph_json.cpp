@@ -52,16 +52,18 @@ void check_nesting(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxDepth) {
-        fail("not valid for this format: JSON nested deeper than " + std::to_string(kMaxDepth) +
-             " levels (at byte " + std::to_string(i) + ")");
+        fail("not valid for this format: JSON nested deeper than " + std::to_string(kMaxDepth) + " levels (at byte " +
+             std::to_string(i) + ")");
       }
     } else if (c == ']' || c == '}') {
       --depth;
@@ -81,8 +83,7 @@ std::string type_word(const json& value) {
   return std::string("a ") + value.type_name();
 }
 
-void check_keys(const json& object, std::initializer_list<std::string_view> allowed,
-                const std::string& where) {
+void check_keys(const json& object, std::initializer_list<std::string_view> allowed, const std::string& where) {
   for (const auto& item : object.items()) {
     if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
       std::string known;
@@ -117,8 +118,8 @@ Bytes as_u64(const json& value, const std::string& where, const std::string& wha
   fail(where + ": " + what + " must be an unsigned integer, not " + type_word(value));
 }
 
-std::int64_t as_i64(const json& value, const std::string& where, const std::string& what,
-                    std::int64_t lo, std::int64_t hi) {
+std::int64_t as_i64(const json& value, const std::string& where, const std::string& what, std::int64_t lo,
+                    std::int64_t hi) {
   std::int64_t number = 0;
   if (value.is_number_unsigned()) {
     const auto u = value.get<std::uint64_t>();
@@ -134,8 +135,8 @@ std::int64_t as_i64(const json& value, const std::string& where, const std::stri
     fail(where + ": " + what + " must be an integer, not " + type_word(value));
   }
   if (number < lo || number > hi) {
-    fail(where + ": " + what + " is " + std::to_string(number) + ", outside [" +
-         std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    fail(where + ": " + what + " is " + std::to_string(number) + ", outside [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]");
   }
   return number;
 }
@@ -151,21 +152,19 @@ const json& as_array(const json& value, const std::string& where, const std::str
 }
 
 // A tensor id in [0, n).
-TensorId as_tensor_id(const json& value, std::size_t n, const std::string& where,
-                      const std::string& what) {
+TensorId as_tensor_id(const json& value, std::size_t n, const std::string& where, const std::string& what) {
   if (!value.is_number_integer()) {
     fail(where + ": " + what + " must be a tensor id (an integer), not " + type_word(value));
   }
   if (!value.is_number_unsigned() || value.get<std::uint64_t>() >= n) {  // negative or too large
-    fail(where + ": " + what + " is tensor " + show(value) + ", which is not in the file (" +
-         std::to_string(n) + " tensors, ids 0.." + std::to_string(n == 0 ? 0 : n - 1) + ")");
+    fail(where + ": " + what + " is tensor " + show(value) + ", which is not in the file (" + std::to_string(n) +
+         " tensors, ids 0.." + std::to_string(n == 0 ? 0 : n - 1) + ")");
   }
   return static_cast<TensorId>(value.get<std::uint64_t>());
 }
 
 std::vector<BufferTypeDesc> read_buffer_types(const json& root) {
-  const json& list = as_array(required_field(root, "buffer_types", "graph file"), "graph file",
-                              "field 'buffer_types'");
+  const json& list = as_array(required_field(root, "buffer_types", "graph file"), "graph file", "field 'buffer_types'");
   if (list.empty()) fail("graph file: field 'buffer_types' must list at least one buffer type");
   std::vector<BufferTypeDesc> types;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -233,8 +232,7 @@ Tensor read_tensor(const json& entry, std::size_t index, std::size_t n) {
          "this one must be " + std::to_string(index));
   }
   where += " (id " + std::to_string(index) + (t.name.empty() ? "" : ", '" + t.name + "'") + ")";
-  check_keys(entry, {"id", "name", "type", "ne", "nb", "op", "src", "view_src", "view_offs", "flags",
-                     "has_memory"},
+  check_keys(entry, {"id", "name", "type", "ne", "nb", "op", "src", "view_src", "view_offs", "flags", "has_memory"},
              where);
   if (const json* name = optional_field(entry, "name"); name != nullptr && !name->is_string()) {
     fail(where + ": field 'name' must be a string, not " + type_word(*name));
@@ -255,14 +253,12 @@ Tensor read_tensor(const json& entry, std::size_t index, std::size_t n) {
   for (std::size_t d = 0; d < kMaxDims; ++d) {
     const json& v = ne[d];
     if (!v.is_number_integer()) {
-      fail(where + ": field 'ne' must be an array of 4 integers (ne[" + std::to_string(d) + "] is " +
-           show(v) + ")");
+      fail(where + ": field 'ne' must be an array of 4 integers (ne[" + std::to_string(d) + "] is " + show(v) + ")");
     }
     if (!v.is_number_unsigned()) {
       fail(where + ": ne[" + std::to_string(d) + "] is " + show(v) + "; sizes cannot be negative");
     }
-    t.ne[d] = as_i64(v, where, "ne[" + std::to_string(d) + "]", 0,
-                     std::numeric_limits<std::int64_t>::max());
+    t.ne[d] = as_i64(v, where, "ne[" + std::to_string(d) + "]", 0, std::numeric_limits<std::int64_t>::max());
   }
 
   if (const json* nb = optional_field(entry, "nb")) {
@@ -328,8 +324,8 @@ Tensor read_tensor(const json& entry, std::size_t index, std::size_t n) {
 }
 
 std::vector<TensorId> read_id_list(const json& root, const char* key, std::size_t n) {
-  const json& list = as_array(required_field(root, key, "graph file"), "graph file",
-                              "field '" + std::string(key) + "'");
+  const json& list =
+      as_array(required_field(root, key, "graph file"), "graph file", "field '" + std::string(key) + "'");
   std::vector<TensorId> ids;
   ids.reserve(list.size());
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -338,16 +334,16 @@ std::vector<TensorId> read_id_list(const json& root, const char* key, std::size_
   return ids;
 }
 
-std::vector<BufferId> read_buffer_ids(const json& root, const char* key, std::size_t expected,
-                                      const char* what, std::size_t n_buffers) {
+std::vector<BufferId> read_buffer_ids(const json& root, const char* key, std::size_t expected, const char* what,
+                                      std::size_t n_buffers) {
   std::vector<BufferId> ids;
   const json* list = optional_field(root, key);
   if (list == nullptr) return ids;
   as_array(*list, "graph file", "field '" + std::string(key) + "'");
   if (list->empty()) return ids;
   if (list->size() != expected) {
-    fail("graph file: field '" + std::string(key) + "' has " + std::to_string(list->size()) +
-         " entries for " + std::to_string(expected) + " " + what);
+    fail("graph file: field '" + std::string(key) + "' has " + std::to_string(list->size()) + " entries for " +
+         std::to_string(expected) + " " + what);
   }
   for (std::size_t i = 0; i < list->size(); ++i) {
     const json& v = (*list)[i];
@@ -366,9 +362,7 @@ json parse(std::string_view text) {
   std::string duplicate;
   auto callback = [&](int, json::parse_event_t event, json& parsed) {
     switch (event) {
-      case json::parse_event_t::object_start:
-        keys.emplace_back();
-        break;
+      case json::parse_event_t::object_start: keys.emplace_back(); break;
       case json::parse_event_t::object_end:
         if (!keys.empty()) keys.pop_back();
         break;
@@ -377,8 +371,7 @@ json parse(std::string_view text) {
           duplicate = parsed.get<std::string>();
         }
         break;
-      default:
-        break;
+      default: break;
     }
     return true;
   };
@@ -413,8 +406,9 @@ GraphFile read(std::string_view text) {
     fail("graph file: unsupported version " + show(*version) + " (this reader reads version " +
          std::to_string(kGraphFormatVersion) + ")");
   }
-  check_keys(root, {"format", "version", "buffer_types", "buffers", "tensors", "nodes", "leafs",
-                    "node_buffer_ids", "leaf_buffer_ids", "inplace_ops"},
+  check_keys(root,
+             {"format", "version", "buffer_types", "buffers", "tensors", "nodes", "leafs", "node_buffer_ids",
+              "leaf_buffer_ids", "inplace_ops"},
              "graph file");
 
   GraphFile file;
@@ -432,10 +426,8 @@ GraphFile read(std::string_view text) {
   file.graph.leafs = read_id_list(root, "leafs", n);
 
   const std::size_t n_buffers = file.buffer_type_of_id.size();
-  file.node_buffer_ids =
-      read_buffer_ids(root, "node_buffer_ids", file.graph.nodes.size(), "nodes", n_buffers);
-  file.leaf_buffer_ids =
-      read_buffer_ids(root, "leaf_buffer_ids", file.graph.leafs.size(), "leafs", n_buffers);
+  file.node_buffer_ids = read_buffer_ids(root, "node_buffer_ids", file.graph.nodes.size(), "nodes", n_buffers);
+  file.leaf_buffer_ids = read_buffer_ids(root, "leaf_buffer_ids", file.graph.leafs.size(), "leafs", n_buffers);
   if (const json* ops = optional_field(root, "inplace_ops")) {
     as_array(*ops, "graph file", "field 'inplace_ops'");
     file.graph.inplace_ops.reset();
@@ -502,7 +494,9 @@ class LineObject {
   }
   void add(std::string_view key, std::string_view value) { add_raw(key, quoted(value)); }
   template <typename Number>
-  void add_number(std::string_view key, Number value) { add_raw(key, std::to_string(value)); }
+  void add_number(std::string_view key, Number value) {
+    add_raw(key, std::to_string(value));
+  }
   [[nodiscard]] std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
 
  private:

@@ -26,18 +26,16 @@ std::vector<AllocatorId> allocators_of(Span<const BufferType* const> buffer_type
 
 namespace {
 
-Status check_buffer_ids(Span<const BufferId> ids, std::size_t expected, std::size_t n_buffers,
-                        const char* what) {
+Status check_buffer_ids(Span<const BufferId> ids, std::size_t expected, std::size_t n_buffers, const char* what) {
   if (ids.empty()) return Status::ok();
   if (ids.size() != expected) {
-    return invalid_argument(std::string(what) + " buffer ids: " + std::to_string(ids.size()) +
-                            " given for " + std::to_string(expected) + " " + what + "s");
+    return invalid_argument(std::string(what) + " buffer ids: " + std::to_string(ids.size()) + " given for " +
+                            std::to_string(expected) + " " + what + "s");
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= n_buffers) {
-      return invalid_argument(std::string(what) + " " + std::to_string(i) + ": buffer id " +
-                              std::to_string(ids[i]) + " is out of range (" +
-                              std::to_string(n_buffers) + " buffer types)");
+      return invalid_argument(std::string(what) + " " + std::to_string(i) + ": buffer id " + std::to_string(ids[i]) +
+                              " is out of range (" + std::to_string(n_buffers) + " buffer types)");
     }
   }
   return Status::ok();
@@ -55,8 +53,7 @@ class LivenessWalk {
       TensorState& state = state_[t];
       state.view_src = tensor.view_src;
       state.bits = static_cast<std::uint8_t>((tensor.is_view() ? kView : 0) | (tensor.is_input() ? kInput : 0) |
-                                             (tensor.is_output() ? kOutput : 0) |
-                                             (tensor.has_memory ? kHasMemory : 0));
+                                             (tensor.is_output() ? kOutput : 0) | (tensor.has_memory ? kHasMemory : 0));
     }
   }
 
@@ -181,7 +178,7 @@ class LivenessWalk {
   static constexpr std::uint8_t kRead = 32;  // a leaf, a node or a node's source
 
   struct TensorState {
-    Bytes size = 0;                 // the alloc size for buffer id `sized_for`
+    Bytes size = 0;  // the alloc size for buffer id `sized_for`
     int n_children = 0;
     int n_views = 0;
     BufferId buffer = -1;
@@ -317,7 +314,7 @@ class LivenessWalk {
   Span<const BufferType* const> types_;
   Lifetimes& out_;
   std::vector<TensorState> state_;
-  std::vector<TensorId> srcs_;             // the set sources of every node, node after node
+  std::vector<TensorId> srcs_;            // the set sources of every node, node after node
   std::vector<std::uint32_t> src_begin_;  // per node: where its sources start in srcs_
 };
 
@@ -330,13 +327,13 @@ namespace {
 // while children are still being counted leaves the leaf to be allocated again later.
 void number_storages_by_first_tensor(Lifetimes& lifetimes, std::size_t n_tensors) {
   const std::size_t n = lifetimes.storages.size();
-  const bool numbered = std::is_sorted(lifetimes.storages.begin(), lifetimes.storages.end(),
-                                       [](const StorageObject& a, const StorageObject& b) {
-                                         return a.first_tensor < b.first_tensor;
-                                       });
+  const bool numbered =
+      std::is_sorted(lifetimes.storages.begin(), lifetimes.storages.end(),
+                     [](const StorageObject& a, const StorageObject& b) { return a.first_tensor < b.first_tensor; });
   if (numbered) return;  // created in first-tensor order already (a stable sort keeps it)
   std::vector<std::size_t> start(n_tensors + 1, 0);
-  for (const StorageObject& storage : lifetimes.storages) start[static_cast<std::size_t>(storage.first_tensor) + 1] += 1;
+  for (const StorageObject& storage : lifetimes.storages)
+    start[static_cast<std::size_t>(storage.first_tensor) + 1] += 1;
   for (std::size_t t = 0; t < n_tensors; ++t) start[t + 1] += start[t];
   std::vector<StorageId> new_id(n);
   for (std::size_t s = 0; s < n; ++s) {
@@ -363,8 +360,7 @@ Status view_without_memory_error(const Graph& graph, TensorId id) {
 
 }  // namespace
 
-Result<Lifetimes> analyze_lifetimes(const Graph& graph,
-                                    Span<const BufferType* const> buffer_types,
+Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* const> buffer_types,
                                     const BufferAssignment& assignment, const LifetimeOptions& options) {
   if (buffer_types.empty()) return invalid_argument("no buffer types given");
   for (std::size_t i = 0; i < buffer_types.size(); ++i) {
@@ -372,16 +368,13 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph,
       return invalid_argument("buffer type " + std::to_string(i) + " is null");
     }
     if (!is_power_of_two(buffer_types[i]->alignment())) {
-      return invalid_argument("buffer type " + std::to_string(i) + " (" + buffer_types[i]->name() +
-                              "): alignment " + std::to_string(buffer_types[i]->alignment()) +
-                              " is not a power of two");
+      return invalid_argument("buffer type " + std::to_string(i) + " (" + buffer_types[i]->name() + "): alignment " +
+                              std::to_string(buffer_types[i]->alignment()) + " is not a power of two");
     }
   }
   GALLOC_RETURN_IF_ERROR(validate_graph(graph));
-  GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.node_buffer_ids, graph.nodes.size(),
-                                          buffer_types.size(), "node"));
-  GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.leaf_buffer_ids, graph.leafs.size(),
-                                          buffer_types.size(), "leaf"));
+  GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.node_buffer_ids, graph.nodes.size(), buffer_types.size(), "node"));
+  GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.leaf_buffer_ids, graph.leafs.size(), buffer_types.size(), "leaf"));
 
   Lifetimes lifetimes;
   lifetimes.buffer_allocator = allocators_of(buffer_types);

@@ -20,9 +20,9 @@ LinearAllocator::LinearAllocator(Buffer& buffer)
 Status LinearAllocator::allocate(Tensor& tensor) {
   const Bytes size = align_up(buffer_->type().alloc_size(tensor), alignment_);
   if (offset_ > buffer_->size() || size > buffer_->size() - offset_) {
-    return out_of_memory("not enough space in the " + buffer_->type().name() + " buffer for tensor '" +
-                         tensor.name + "' (needed " + std::to_string(size) + " bytes, available " +
-                         std::to_string(remaining()) + ")");
+    return out_of_memory("not enough space in the " + buffer_->type().name() + " buffer for tensor '" + tensor.name +
+                         "' (needed " + std::to_string(size) + " bytes, available " + std::to_string(remaining()) +
+                         ")");
   }
   tensor.data = buffer_->base() + offset_;
   offset_ += size;
@@ -40,8 +40,8 @@ struct Range {
   Bytes size;
 };
 
-Result<std::vector<Range>> split_into_buffers(const Graph& graph, Span<const TensorId> tensors,
-                                              const BufferType& type, const ContextOptions& options) {
+Result<std::vector<Range>> split_into_buffers(const Graph& graph, Span<const TensorId> tensors, const BufferType& type,
+                                              const ContextOptions& options) {
   const Bytes alignment = std::max<Bytes>(1, type.alignment());
   const Bytes max_size = type.max_size();
   std::vector<Range> ranges;
@@ -69,8 +69,8 @@ Result<std::vector<Range>> split_into_buffers(const Graph& graph, Span<const Ten
 
 }  // namespace
 
-Result<Bytes> context_allocation_size(const Graph& graph, Span<const TensorId> tensors,
-                                      const BufferType& type, const ContextOptions& options) {
+Result<Bytes> context_allocation_size(const Graph& graph, Span<const TensorId> tensors, const BufferType& type,
+                                      const ContextOptions& options) {
   auto ranges = split_into_buffers(graph, tensors, type, options);
   if (!ranges) return ranges.status();
   Bytes total = 0;
@@ -78,16 +78,15 @@ Result<Bytes> context_allocation_size(const Graph& graph, Span<const TensorId> t
   return total;
 }
 
-Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const TensorId> tensors,
-                                                   const BufferType& type, const ContextOptions& options) {
+Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const TensorId> tensors, const BufferType& type,
+                                                   const ContextOptions& options) {
   for (TensorId id : tensors) {
     if (!graph.contains(id)) {
       return invalid_argument("tensor " + std::to_string(id) + " is not in the graph");
     }
   }
   if (!is_power_of_two(type.alignment())) {
-    return invalid_argument(type.name() + ": alignment " + std::to_string(type.alignment()) +
-                            " is not a power of two");
+    return invalid_argument(type.name() + ": alignment " + std::to_string(type.alignment()) + " is not a power of two");
   }
   auto ranges = split_into_buffers(graph, tensors, type, options);
   if (!ranges) return ranges.status();
@@ -101,9 +100,8 @@ Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const Tens
     auto buffer = type.allocate(range.size);
     if (!buffer) {
       undo();
-      return Status(buffer.status().code(),
-                    "failed to allocate a " + type.name() + " buffer of " + std::to_string(range.size) +
-                        " bytes: " + buffer.status().message());
+      return Status(buffer.status().code(), "failed to allocate a " + type.name() + " buffer of " +
+                                                std::to_string(range.size) + " bytes: " + buffer.status().message());
     }
     LinearAllocator linear(**buffer);
     for (std::size_t i = range.first; i < range.last; ++i) {

@@ -201,8 +201,8 @@ Result<CsvProblem> read_minimalloc_csv(std::istream& input, const CsvOptions& op
       if (!has(Column::kUpper) && !has(Column::kEnd)) missing += " 'upper'";
       if (!has(Column::kSize)) missing += " 'size'";
       if (!missing.empty()) {
-        return invalid_argument(at_line(line_number) + "the header '" + shown(trim(line)) +
-                                "' lacks the column(s)" + missing + " (expected id,lower,upper,size)");
+        return invalid_argument(at_line(line_number) + "the header '" + shown(trim(line)) + "' lacks the column(s)" +
+                                missing + " (expected id,lower,upper,size)");
       }
       continue;
     }
@@ -212,7 +212,9 @@ Result<CsvProblem> read_minimalloc_csv(std::istream& input, const CsvOptions& op
                               std::to_string(header_fields));
     }
     if (rows.size() >= (std::size_t{1} << 30)) return invalid_argument(at_line(line_number) + "too many rows");
-    auto field = [&](Column column) { return fields[static_cast<std::size_t>(column_index[static_cast<std::size_t>(column)])]; };
+    auto field = [&](Column column) {
+      return fields[static_cast<std::size_t>(column_index[static_cast<std::size_t>(column)])];
+    };
     auto has = [&](Column column) { return column_index[static_cast<std::size_t>(column)] >= 0; };
 
     Row row;
@@ -235,8 +237,8 @@ Result<CsvProblem> read_minimalloc_csv(std::istream& input, const CsvOptions& op
       row.time.upper = end + 1;  // an inclusive end
     }
     if (row.time.upper <= row.time.lower) {
-      return invalid_argument(at_line(line_number) + "upper " + std::to_string(row.time.upper) +
-                              " <= lower " + std::to_string(row.time.lower));
+      return invalid_argument(at_line(line_number) + "upper " + std::to_string(row.time.upper) + " <= lower " +
+                              std::to_string(row.time.lower));
     }
     GALLOC_RETURN_IF_ERROR(parse_integer(field(Column::kSize), line_number, "size", row.size));
     if (has(Column::kAlignment)) {
@@ -310,8 +312,7 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& csv, const Pla
   if (with_offsets) output << ",offset";
   output << '\n';
   for (std::size_t r = 0; r < n; ++r) {
-    output << csv.ids[r] << ',' << csv.times[r].lower << ',' << csv.times[r].upper << ','
-           << csv.sizes[r];
+    output << csv.ids[r] << ',' << csv.times[r].lower << ',' << csv.times[r].upper << ',' << csv.sizes[r];
     if (csv.has_alignment_column) output << ',' << csv.alignments[r];
     if (with_offsets) {
       output << ',';
@@ -335,7 +336,8 @@ Result<Placement> given_placement(const CsvProblem& csv) {
   placement.chunk_sizes.assign(csv.problem.allocators.size(), {});
   Bytes high = 0;
   for (std::size_t r = 0; r < csv.given_offsets.size(); ++r) {
-    if (!csv.given_offsets[r]) return invalid_argument("row " + std::to_string(r) + " (id '" + csv.ids[r] + "') has no offset");
+    if (!csv.given_offsets[r])
+      return invalid_argument("row " + std::to_string(r) + " (id '" + csv.ids[r] + "') has no offset");
     const Offset offset = *csv.given_offsets[r];
     placement.storage_address.push_back({0, offset});
     high = std::max(high, offset + csv.problem.storages[r].size);

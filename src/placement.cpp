@@ -53,8 +53,7 @@ Result<Placement> run_best(const Problem& problem, const PlacementOptions& optio
 // random graphs from 1.0040 to 1.0015 with the others), so they stay, behind.
 constexpr NamedStrategy kRegistry[] = {
     {Strategy::kGgml, "ggml", "online best fit in execution order, exactly as upstream ggml-alloc", true, run_ggml},
-    {Strategy::kGreedyLowestOffset, "greedy-lowest-offset",
-     "largest first, each into the lowest gap that fits", true,
+    {Strategy::kGreedyLowestOffset, "greedy-lowest-offset", "largest first, each into the lowest gap that fits", true,
      run_greedy<GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset>},
     {Strategy::kLowestOffsetFirst, "lowest-offset-first",
      "lowest offset first; the busiest, then the largest area (MiniMalloc's first descent)", true,
@@ -64,13 +63,12 @@ constexpr NamedStrategy kRegistry[] = {
     {Strategy::kLowestOffsetFirstByLifetime, "lowest-offset-first-by-lifetime",
      "lowest offset first; the busiest, then the longest lifetime", true,
      run_lowest_offset_first<LowestOffsetOrder::kBusiestThenLifetime>},
-    {Strategy::kGreedyByStart, "greedy-by-start", "in order of allocation, each into the best-fitting gap",
-     true, run_greedy<GreedyOrder::kStartTime, GapChoice::kBestFit>},
+    {Strategy::kGreedyByStart, "greedy-by-start", "in order of allocation, each into the best-fitting gap", true,
+     run_greedy<GreedyOrder::kStartTime, GapChoice::kBestFit>},
     {Strategy::kGreedyByStartLowestOffset, "greedy-by-start-lowest-offset",
      "in order of allocation, each into the lowest gap that fits", true,
      run_greedy<GreedyOrder::kStartTime, GapChoice::kLowestOffset>},
-    {Strategy::kExact, "exact", "search for the smallest placement within a time limit (MiniMalloc)", false,
-     run_exact},
+    {Strategy::kExact, "exact", "search for the smallest placement within a time limit (MiniMalloc)", false, run_exact},
     {Strategy::kBest, "best", "per buffer the smallest of the heuristics, never worse than ggml", false, run_best},
 };
 
@@ -159,7 +157,6 @@ Placement smallest_per_allocator(const Problem& problem, std::vector<Placement> 
   return best;
 }
 
-
 std::vector<std::vector<StorageId>> storages_by_allocator(const Problem& problem) {
   // Counted first, so that each list is allocated once: on small graphs the allocations were
   // a visible part of a strategy's time (docs/PERFORMANCE.md).
@@ -172,7 +169,6 @@ std::vector<std::vector<StorageId>> storages_by_allocator(const Problem& problem
   }
   return ids;
 }
-
 
 bool cannot_be_beaten(const Problem& problem, const Placement& placement, const std::vector<Bytes>& lower) {
   for (std::size_t a = 0; a < lower.size(); ++a) {
@@ -202,8 +198,7 @@ std::vector<Bytes> live_lower_bound(const Problem& problem) {
   std::vector<Bytes> live(problem.allocators.size(), 0);
   std::vector<Bytes> peak(problem.allocators.size(), 0);
   for (const LifetimeEvent& event : problem.events) {
-    const auto a = static_cast<std::size_t>(
-        problem.storages[static_cast<std::size_t>(event.storage)].allocator);
+    const auto a = static_cast<std::size_t>(problem.storages[static_cast<std::size_t>(event.storage)].allocator);
     if (event.kind == LifetimeEvent::Kind::kAllocate) {
       live[a] += event.size;
       peak[a] = std::max(peak[a], live[a]);

@@ -28,8 +28,8 @@ Bytes Plan::total_lower_bound() const {
   return total;
 }
 
-Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
-               const Lifetimes& lifetimes, const Placement& placement, std::string strategy) {
+Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types, const Lifetimes& lifetimes,
+               const Placement& placement, std::string strategy) {
   Plan plan;
   plan.strategy = std::move(strategy);
   plan.tensors.resize(graph.tensors.size());
@@ -39,8 +39,8 @@ Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
     if (s < 0) continue;
     const BufferId b = lifetimes.tensor_buffer[t];
     const ChunkAddress address = placement.storage_address[static_cast<std::size_t>(s)];
-    const Bytes size = sized ? lifetimes.tensor_size[t]
-                             : buffer_types[static_cast<std::size_t>(b)]->alloc_size(graph.tensors[t]);
+    const Bytes size =
+        sized ? lifetimes.tensor_size[t] : buffer_types[static_cast<std::size_t>(b)]->alloc_size(graph.tensors[t]);
     plan.tensors[t] = {b, address.chunk, address.offset, size};
   }
   const auto lower = live_lower_bound(lifetimes);
@@ -52,8 +52,7 @@ Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
     const auto a = static_cast<std::size_t>(buffer.allocator);
     buffer.shared = std::find(lifetimes.buffer_allocator.begin(),
                               lifetimes.buffer_allocator.begin() + static_cast<std::ptrdiff_t>(b),
-                              buffer.allocator) !=
-                    lifetimes.buffer_allocator.begin() + static_cast<std::ptrdiff_t>(b);
+                              buffer.allocator) != lifetimes.buffer_allocator.begin() + static_cast<std::ptrdiff_t>(b);
     buffer.chunk_sizes = placement.chunk_sizes[a];
     buffer.lower_bound = lower[a];
     buffer.no_reuse = no_reuse[a];

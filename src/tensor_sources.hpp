@@ -45,11 +45,13 @@ static_assert(kMaxSources == 10 && kNoTensor == -1, "source_mask assumes ggml's 
   const __m128i high = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mine + 4)),
                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(src.data() + 4)));
   const __m128i both = _mm_or_si128(low, high);
-  const std::uint32_t rest = static_cast<std::uint32_t>(mine[8] ^ src[8]) | static_cast<std::uint32_t>(mine[9] ^ src[9]);
+  const std::uint32_t rest =
+      static_cast<std::uint32_t>(mine[8] ^ src[8]) | static_cast<std::uint32_t>(mine[9] ^ src[9]);
   return _mm_movemask_epi8(_mm_cmpeq_epi8(both, _mm_setzero_si128())) == 0xffff && rest == 0;
 #else
   std::uint32_t differs = 0;
-  for (int s = 0; s < kMaxSources; ++s) differs |= static_cast<std::uint32_t>(mine[s] ^ src[static_cast<std::size_t>(s)]);
+  for (int s = 0; s < kMaxSources; ++s)
+    differs |= static_cast<std::uint32_t>(mine[s] ^ src[static_cast<std::size_t>(s)]);
   return differs == 0;
 #endif
 }

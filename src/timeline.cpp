@@ -54,22 +54,22 @@ std::string tensor_label(const Graph& graph, TensorId id) {
 // Everything both drawings need, computed once.
 struct Model {
   struct Allocator {
-    std::string label;              // "buffer 0 'CPU'" or "buffers 0, 2 'CPU'"
-    std::vector<Bytes> chunk_sizes; // from the placement
-    std::vector<Bytes> chunk_drawn; // drawn height of each chunk: its size, or more if overfull
-    std::vector<StorageId> storages;      // in id order
-    std::vector<std::size_t> extents;     // indices into Model::extents
+    std::string label;                 // "buffer 0 'CPU'" or "buffers 0, 2 'CPU'"
+    std::vector<Bytes> chunk_sizes;    // from the placement
+    std::vector<Bytes> chunk_drawn;    // drawn height of each chunk: its size, or more if overfull
+    std::vector<StorageId> storages;   // in id order
+    std::vector<std::size_t> extents;  // indices into Model::extents
     Bytes lower_bound = 0;
     Bytes size = 0;
-    std::vector<Bytes> live;        // per step
-    Step peak_step = -1;            // first step with the most bytes live; -1: nothing ever is
+    std::vector<Bytes> live;  // per step
+    Step peak_step = -1;      // first step with the most bytes live; -1: nothing ever is
     Bytes peak_live = 0;
   };
   std::vector<TimelineExtent> extents;
   std::vector<Allocator> allocators;
   std::vector<std::vector<TensorId>> storage_tensors;  // per storage
-  std::vector<int> rank;                                // per storage: index in its allocator
-  std::vector<char> placed;                             // per storage: has a valid chunk
+  std::vector<int> rank;                               // per storage: index in its allocator
+  std::vector<char> placed;                            // per storage: has a valid chunk
   Step steps = 0;
 };
 
@@ -116,8 +116,10 @@ Model build_model(const Lifetimes& lifetimes, const Placement& placement, Span<c
     auto& tensors = m.storage_tensors[s];
     const TensorId first = lifetimes.storages[s].first_tensor;
     auto it = std::find(tensors.begin(), tensors.end(), first);
-    if (it != tensors.end()) std::rotate(tensors.begin(), it, it + 1);
-    else if (first != kNoTensor) tensors.insert(tensors.begin(), first);
+    if (it != tensors.end())
+      std::rotate(tensors.begin(), it, it + 1);
+    else if (first != kNoTensor)
+      tensors.insert(tensors.begin(), first);
   }
   for (std::size_t e = 0; e < m.extents.size(); ++e) {
     const TimelineExtent& extent = m.extents[e];
@@ -179,8 +181,8 @@ struct Row {
   Step at = -1;  // the step whose state the row shows; -1: before the first event
 };
 
-std::vector<Row> ascii_rows(const Graph& graph, const Lifetimes& lifetimes, const Model& m,
-                            AllocatorId allocator, TimelineRows kind) {
+std::vector<Row> ascii_rows(const Graph& graph, const Lifetimes& lifetimes, const Model& m, AllocatorId allocator,
+                            TimelineRows kind) {
   std::vector<Row> rows;
   if (kind == TimelineRows::kNodes) {
     std::size_t name_width = 0;
@@ -252,7 +254,8 @@ void draw_allocator(std::string& out, const Graph& graph, const Lifetimes& lifet
     for (std::size_t e : view.extents) {
       const TimelineExtent& extent = m.extents[e];
       if (!extent.steps.contains(at)) continue;
-      per_chunk[static_cast<std::size_t>(extent.chunk)].push_back({extent.bytes.lower, extent.bytes.upper, extent.storage});
+      per_chunk[static_cast<std::size_t>(extent.chunk)].push_back(
+          {extent.bytes.lower, extent.bytes.upper, extent.storage});
       live[r] += extent.bytes.upper - extent.bytes.lower;
     }
     std::string line = pad_right(rows[r].label, label_width) + " |";
@@ -271,7 +274,8 @@ void draw_allocator(std::string& out, const Graph& graph, const Lifetimes& lifet
           const Offset hi = std::min<Offset>(item.end, (col + 1) * per_column);
           if (hi - lo > cover[col]) {
             cover[col] = hi - lo;
-            cells[col] = kChars[static_cast<std::size_t>(m.rank[static_cast<std::size_t>(item.storage)]) % kChars.size()];
+            cells[col] =
+                kChars[static_cast<std::size_t>(m.rank[static_cast<std::size_t>(item.storage)]) % kChars.size()];
           }
         }
       }
@@ -318,9 +322,8 @@ std::string draw_timeline(const Graph& graph, const Lifetimes& lifetimes, const 
   if (placement.storage_address.size() != lifetimes.storages.size() ||
       placement.chunk_sizes.size() != lifetimes.allocators.size()) {
     return "timeline: the placement covers " + std::to_string(placement.storage_address.size()) +
-           " storage objects and " + std::to_string(placement.chunk_sizes.size()) +
-           " buffers; the lifetimes have " + std::to_string(lifetimes.storages.size()) + " and " +
-           std::to_string(lifetimes.allocators.size()) + "\n";
+           " storage objects and " + std::to_string(placement.chunk_sizes.size()) + " buffers; the lifetimes have " +
+           std::to_string(lifetimes.storages.size()) + " and " + std::to_string(lifetimes.allocators.size()) + "\n";
   }
   const Model m = build_model(lifetimes, placement, buffer_names);
   std::string out;
@@ -435,7 +438,9 @@ std::string colour_of(const HtmlContext& ctx, StorageId s) {
 
 // Dark text on light fills, white on the rest.
 const char* text_colour_on(const std::string& fill) {
-  auto channel = [&](std::size_t at) { return static_cast<double>(std::stoi(fill.substr(at, 2), nullptr, 16)) / 255.0; };
+  auto channel = [&](std::size_t at) {
+    return static_cast<double>(std::stoi(fill.substr(at, 2), nullptr, 16)) / 255.0;
+  };
   const double luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
   return luminance > 0.55 ? "#1f2430" : "#ffffff";
 }
@@ -474,26 +479,26 @@ void panel(std::string& out, const HtmlContext& ctx, AllocatorId allocator, Chun
   out += "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" +
          px(height) + "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" role=\"img\" aria-label=\"" +
          escape(view.label) + " chunk " + std::to_string(chunk) + "\">\n";
-  out += "<rect class=\"plot-bg\" x=\"" + px(left) + "\" y=\"" + px(top) + "\" width=\"" + px(pw) +
-         "\" height=\"" + px(ph) + "\"/>\n";
+  out += "<rect class=\"plot-bg\" x=\"" + px(left) + "\" y=\"" + px(top) + "\" width=\"" + px(pw) + "\" height=\"" +
+         px(ph) + "\"/>\n";
 
   // Axes: offsets up the side, steps along the bottom.
   out += "<g class=\"axes\">\n";
   const double y_step = binary_step(static_cast<double>(extent_bytes) / 6.0);
   for (double o = 0; o <= static_cast<double>(extent_bytes) + 0.5; o += y_step) {
-    out += "<line class=\"grid\" x1=\"" + px(left) + "\" x2=\"" + px(left + pw) + "\" y1=\"" + px(y(o)) +
-           "\" y2=\"" + px(y(o)) + "\"/>";
-    out += "<text class=\"tick-label\" x=\"" + px(left - 6) + "\" y=\"" + px(y(o) + 4) +
-           "\" text-anchor=\"end\">" + escape(human_bytes(static_cast<Bytes>(o))) + "</text>\n";
+    out += "<line class=\"grid\" x1=\"" + px(left) + "\" x2=\"" + px(left + pw) + "\" y1=\"" + px(y(o)) + "\" y2=\"" +
+           px(y(o)) + "\"/>";
+    out += "<text class=\"tick-label\" x=\"" + px(left - 6) + "\" y=\"" + px(y(o) + 4) + "\" text-anchor=\"end\">" +
+           escape(human_bytes(static_cast<Bytes>(o))) + "</text>\n";
   }
   const double x_step = std::max(1.0, nice_step(steps / 10.0));
   for (double t = 0; t <= steps + 0.5; t += x_step) {
     if (t > 0 && t < steps) {
-      out += "<line class=\"grid\" x1=\"" + px(x(t)) + "\" x2=\"" + px(x(t)) + "\" y1=\"" + px(top) +
-             "\" y2=\"" + px(top + ph) + "\"/>";
+      out += "<line class=\"grid\" x1=\"" + px(x(t)) + "\" x2=\"" + px(x(t)) + "\" y1=\"" + px(top) + "\" y2=\"" +
+             px(top + ph) + "\"/>";
     }
-    out += "<text class=\"tick-label\" x=\"" + px(x(t)) + "\" y=\"" + px(top + ph + 15) +
-           "\" text-anchor=\"middle\">" + std::to_string(static_cast<long long>(t)) + "</text>";
+    out += "<text class=\"tick-label\" x=\"" + px(x(t)) + "\" y=\"" + px(top + ph + 15) + "\" text-anchor=\"middle\">" +
+           std::to_string(static_cast<long long>(t)) + "</text>";
   }
   out += "\n<text class=\"axis-label\" x=\"" + px(left + pw / 2) + "\" y=\"" + px(top + ph + 31) +
          "\" text-anchor=\"middle\">step</text>";
@@ -518,16 +523,15 @@ void panel(std::string& out, const HtmlContext& ctx, AllocatorId allocator, Chun
     const double y0 = y(static_cast<double>(extent.bytes.upper));
     const double y1 = y(static_cast<double>(extent.bytes.lower));
     const double h = std::max(y1 - y0, 1.0);
-    out += "<rect class=\"storage\" id=\"storage-" + std::to_string(allocator) + "-" +
-           std::to_string(extent.storage) + "-" + std::to_string(index) + "\" data-allocator=\"" +
-           std::to_string(allocator) + "\" data-storage=\"" + std::to_string(extent.storage) +
-           "\" data-extent=\"" + std::to_string(index) + "\" data-tensor=\"" + escape(first) +
-           "\" data-tensors=\"" + escape(all) + "\" data-op=\"" +
+    out += "<rect class=\"storage\" id=\"storage-" + std::to_string(allocator) + "-" + std::to_string(extent.storage) +
+           "-" + std::to_string(index) + "\" data-allocator=\"" + std::to_string(allocator) + "\" data-storage=\"" +
+           std::to_string(extent.storage) + "\" data-extent=\"" + std::to_string(index) + "\" data-tensor=\"" +
+           escape(first) + "\" data-tensors=\"" + escape(all) + "\" data-op=\"" +
            escape(op_name(storage_op(ctx.graph, ctx.lifetimes, extent.storage))) + "\" data-size=\"" +
            std::to_string(storage.size) + "\" data-offset=\"" + std::to_string(extent.bytes.lower) +
            "\" data-chunk=\"" + std::to_string(chunk) + "\" data-from=\"" + std::to_string(extent.steps.lower) +
-           "\" data-to=\"" + std::to_string(extent.steps.upper) + "\" x=\"" + px(x0) + "\" y=\"" +
-           px(y1 - h) + "\" width=\"" + px(std::max(x1 - x0, 0.75)) + "\" height=\"" + px(h) + "\" fill=\"" +
+           "\" data-to=\"" + std::to_string(extent.steps.upper) + "\" x=\"" + px(x0) + "\" y=\"" + px(y1 - h) +
+           "\" width=\"" + px(std::max(x1 - x0, 0.75)) + "\" height=\"" + px(h) + "\" fill=\"" +
            colour_of(ctx, extent.storage) + "\"><title>" + escape(extent_title(ctx, extent, index > 0)) +
            "</title></rect>\n";
     // A name on blocks wide and tall enough to hold one (about 6.5 px a character).
@@ -535,10 +539,10 @@ void panel(std::string& out, const HtmlContext& ctx, AllocatorId allocator, Chun
     const double room = x1 - x0 - 8;
     if (index == 0 && h >= 15 && room >= 30) {
       const auto chars = static_cast<std::size_t>(room / 6.5);
-      const std::string shown = name.size() <= chars ? name : name.substr(0, chars > 1 ? chars - 1 : 0) + "\xE2\x80\xA6";
+      const std::string shown =
+          name.size() <= chars ? name : name.substr(0, chars > 1 ? chars - 1 : 0) + "\xE2\x80\xA6";
       labels += "<text class=\"storage-label\" x=\"" + px(x0 + 4) + "\" y=\"" + px(y1 - h / 2 + 4) + "\" fill=\"" +
-                text_colour_on(colour_of(ctx, extent.storage)) + "\">" +
-                escape(shown) + "</text>\n";
+                text_colour_on(colour_of(ctx, extent.storage)) + "\">" + escape(shown) + "</text>\n";
     }
   }
   out += "</g>\n<g class=\"storage-labels\">\n" + labels + "</g>\n";
@@ -558,8 +562,8 @@ void panel(std::string& out, const HtmlContext& ctx, AllocatorId allocator, Chun
     out += "<line class=\"peak-marker\" x1=\"" + px(px_peak) + "\" x2=\"" + px(px_peak) + "\" y1=\"" + px(top) +
            "\" y2=\"" + px(top + ph) + "\" data-step=\"" + std::to_string(view.peak_step) + "\"/>";
     const char* anchor = px_peak > left + pw - 60 ? "end" : (px_peak < left + 60 ? "start" : "middle");
-    out += "<text class=\"peak-label\" x=\"" + px(px_peak) + "\" y=\"" + px(top - 7) + "\" text-anchor=\"" +
-           anchor + "\">peak \xC2\xB7 step " + std::to_string(view.peak_step) + " \xC2\xB7 " +
+    out += "<text class=\"peak-label\" x=\"" + px(px_peak) + "\" y=\"" + px(top - 7) + "\" text-anchor=\"" + anchor +
+           "\">peak \xC2\xB7 step " + std::to_string(view.peak_step) + " \xC2\xB7 " +
            escape(human_bytes(view.peak_live)) + " live</text>\n";
   }
   out += "</svg>\n</figure>\n";
@@ -590,9 +594,10 @@ void peak_table(std::string& out, const HtmlContext& ctx, AllocatorId allocator)
          std::to_string(view.peak_step) + "\">\n<caption>Largest of the " + std::to_string(rows.size()) +
          " storage objects live at the peak (" + when + "; " + escape(human_bytes(view.peak_live)) +
          " live)</caption>\n";
-  out += "<thead><tr><th>tensors</th><th>op</th><th class=\"num\">live at peak</th><th class=\"num\">"
-         "size</th><th class=\"num\">offset</th><th class=\"num\">chunk</th><th>steps</th><th>nodes</th>"
-         "</tr></thead>\n<tbody>\n";
+  out +=
+      "<thead><tr><th>tensors</th><th>op</th><th class=\"num\">live at peak</th><th class=\"num\">"
+      "size</th><th class=\"num\">offset</th><th class=\"num\">chunk</th><th>steps</th><th>nodes</th>"
+      "</tr></thead>\n<tbody>\n";
   for (std::size_t i = 0; i < shown; ++i) {
     const StorageId s = rows[i].first;
     const StorageObject& storage = ctx.lifetimes.storages[static_cast<std::size_t>(s)];
@@ -635,13 +640,15 @@ std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
     lower += view.lower_bound;
   }
   for (Bytes size : no_reuse_size(lifetimes)) no_reuse += size;
-  const std::string ratio = lower == 0 ? "\xE2\x80\x94" : fixed(static_cast<double>(total) / static_cast<double>(lower), 3);
+  const std::string ratio =
+      lower == 0 ? "\xE2\x80\x94" : fixed(static_cast<double>(total) / static_cast<double>(lower), 3);
 
   std::string out;
   out.reserve(4096 + m.extents.size() * 600);
-  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-         escape(options.title) + "</title>\n<style>\n" + kTimelineCss + "</style>\n</head>\n<body>\n";
+  out +=
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+      escape(options.title) + "</title>\n<style>\n" + kTimelineCss + "</style>\n</head>\n<body>\n";
   out += "<header id=\"summary\">\n<h1>" + escape(options.title) + "</h1>\n<dl class=\"stats\">\n";
   auto stat = [&](const char* id, const std::string& label, const std::string& value, const std::string& extra) {
     out += "<div><dt>" + label + "</dt><dd id=\"" + id + "\"" + extra + ">" + value + "</dd></div>\n";
@@ -662,8 +669,9 @@ std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
   for (const auto& [op, index] : ctx.op_colour) ops.emplace_back(index, op);
   std::sort(ops.begin(), ops.end());
   for (const auto& [index, op] : ops) {
-    out += "<span class=\"op\" data-op=\"" + escape(op_name(op)) + "\"><span class=\"swatch\" style=\"background:" +
-           std::string(kPalette[index % kPaletteSize]) + "\"></span>" + escape(op_name(op)) + "</span>";
+    out += "<span class=\"op\" data-op=\"" + escape(op_name(op)) +
+           "\"><span class=\"swatch\" style=\"background:" + std::string(kPalette[index % kPaletteSize]) +
+           "\"></span>" + escape(op_name(op)) + "</span>";
   }
   out += "</div>\n</header>\n<main>\n";
   if (!consistent) {
@@ -677,9 +685,9 @@ std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
   for (std::size_t a = 0; a < m.allocators.size(); ++a) {
     const Model::Allocator& view = m.allocators[a];
     const auto id = static_cast<AllocatorId>(a);
-    out += "<section class=\"buffer\" id=\"buffer-" + std::to_string(a) + "\" data-allocator=\"" +
-           std::to_string(a) + "\" data-size=\"" + std::to_string(view.size) + "\" data-lower-bound=\"" +
-           std::to_string(view.lower_bound) + "\">\n<h2>" + escape(view.label) + "</h2>\n";
+    out += "<section class=\"buffer\" id=\"buffer-" + std::to_string(a) + "\" data-allocator=\"" + std::to_string(a) +
+           "\" data-size=\"" + std::to_string(view.size) + "\" data-lower-bound=\"" + std::to_string(view.lower_bound) +
+           "\">\n<h2>" + escape(view.label) + "</h2>\n";
     std::string stats = human_bytes(view.size) + " in " + std::to_string(view.chunk_sizes.size()) +
                         (view.chunk_sizes.size() == 1 ? " chunk" : " chunks") + " \xC2\xB7 lower bound " +
                         human_bytes(view.lower_bound);
@@ -695,8 +703,9 @@ std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
     peak_table(out, ctx, id);
     out += "</section>\n";
   }
-  out += "</main>\n<div id=\"details\"></div>\n<footer>Drawn by galloc. x: step of the lifetimes (one "
-         "allocation or free each); y: offset in the chunk. Hover a block for its tensors.</footer>\n";
+  out +=
+      "</main>\n<div id=\"details\"></div>\n<footer>Drawn by galloc. x: step of the lifetimes (one "
+      "allocation or free each); y: offset in the chunk. Hover a block for its tensors.</footer>\n";
   out += "<script>\n" + std::string(kTimelineScript) + "</script>\n</body>\n</html>\n";
   return out;
 }

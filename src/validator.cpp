@@ -22,9 +22,9 @@ struct Extent {
 
 std::string storage_label(const Problem& problem, StorageId s) {
   const StorageObject& storage = problem.storages[static_cast<std::size_t>(s)];
-  return "storage " + std::to_string(s) + " (first tensor " + std::to_string(storage.first_tensor) +
-         ", " + std::to_string(storage.size) + " bytes, steps [" +
-         std::to_string(storage.live.lower) + ", " + std::to_string(storage.live.upper) + "))";
+  return "storage " + std::to_string(s) + " (first tensor " + std::to_string(storage.first_tensor) + ", " +
+         std::to_string(storage.size) + " bytes, steps [" + std::to_string(storage.live.lower) + ", " +
+         std::to_string(storage.live.upper) + "))";
 }
 
 }  // namespace
@@ -34,9 +34,8 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
   if (placement.storage_address.size() != problem.storages.size() ||
       placement.chunk_sizes.size() != problem.allocators.size()) {
     issues.push_back({PlacementIssueKind::kMissingAddress, -1, -1,
-                      "placement covers " + std::to_string(placement.storage_address.size()) +
-                          " storage objects and " + std::to_string(placement.chunk_sizes.size()) +
-                          " allocators; the problem has " +
+                      "placement covers " + std::to_string(placement.storage_address.size()) + " storage objects and " +
+                          std::to_string(placement.chunk_sizes.size()) + " allocators; the problem has " +
                           std::to_string(problem.storages.size()) + " and " +
                           std::to_string(problem.allocators.size())});
     return issues;
@@ -55,8 +54,8 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
     largest[a] = std::max(largest[a], storage.size);
     if (address.chunk < 0 || static_cast<std::size_t>(address.chunk) >= chunks.size()) {
       issues.push_back({PlacementIssueKind::kMissingAddress, s, -1,
-                        storage_label(problem, s) + " is in chunk " +
-                            std::to_string(address.chunk) + " of " + std::to_string(chunks.size())});
+                        storage_label(problem, s) + " is in chunk " + std::to_string(address.chunk) + " of " +
+                            std::to_string(chunks.size())});
       continue;
     }
     if (address.offset % problem.allocators[a].alignment != 0) {
@@ -68,8 +67,7 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
       issues.push_back({PlacementIssueKind::kOutOfChunk, s, -1,
                         storage_label(problem, s) + " at offset " + std::to_string(address.offset) +
                             " ends past chunk " + std::to_string(address.chunk) + " (" +
-                            std::to_string(chunks[static_cast<std::size_t>(address.chunk)]) +
-                            " bytes)"});
+                            std::to_string(chunks[static_cast<std::size_t>(address.chunk)]) + " bytes)"});
     }
     auto& extents = groups[{storage.allocator, address.chunk}];
     auto add = [&](const StorageExtent& part) {
@@ -90,8 +88,8 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
       if (chunks[c] > limit && chunks[c] > largest[a]) {
         issues.push_back({PlacementIssueKind::kChunkTooLarge, -1, -1,
                           "allocator " + std::to_string(a) + " chunk " + std::to_string(c) + " has " +
-                              std::to_string(chunks[c]) + " bytes, above the max size " +
-                              std::to_string(limit) + " and larger than any single storage object"});
+                              std::to_string(chunks[c]) + " bytes, above the max size " + std::to_string(limit) +
+                              " and larger than any single storage object"});
       }
     }
   }
@@ -129,9 +127,8 @@ std::vector<PlacementIssue> validate_placement(const Problem& problem, const Pla
         if (o.storage == e.storage) return;
         if (o.begin < e.end && e.begin < o.end) {
           issues.push_back({PlacementIssueKind::kOverlap, e.storage, o.storage,
-                            storage_label(problem, e.storage) + " overlaps " +
-                                storage_label(problem, o.storage) + " in chunk " +
-                                std::to_string(key.second) + " of allocator " +
+                            storage_label(problem, e.storage) + " overlaps " + storage_label(problem, o.storage) +
+                                " in chunk " + std::to_string(key.second) + " of allocator " +
                                 std::to_string(key.first)});
         }
       };

@@ -82,7 +82,7 @@ struct Outcome {
   galloc::Placement placement;
   std::vector<std::string> buffer_names;  // per buffer id
   double seconds = 0;
-  std::optional<galloc::Plan> plan;        // graphs only
+  std::optional<galloc::Plan> plan;  // graphs only
 };
 
 Bytes sum(const std::vector<Bytes>& v) {
@@ -102,7 +102,8 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
   void operator()(const galloc::SearchProgress& p) {
     if (!enabled_) return;
-    const double gap = p.lower_bound == 0 ? 0 : 100.0 * (static_cast<double>(p.best) / static_cast<double>(p.lower_bound) - 1.0);
+    const double gap =
+        p.lower_bound == 0 ? 0 : 100.0 * (static_cast<double>(p.best) / static_cast<double>(p.lower_bound) - 1.0);
     std::fprintf(stderr, "\r\033[Ksearching: best %llu bytes, %.3f%% above the lower bound, %.1f s left",
                  static_cast<unsigned long long>(p.best), gap, p.seconds_left);
     drawn_ = true;
@@ -137,8 +138,7 @@ galloc::Result<Outcome> run(const Input& input, galloc::Strategy strategy, doubl
     // A CSV keeps its real times, which rank buffers for the exact search far better than
     // steps do (MiniMalloc's challenging instances: 11 of 11 at capacity instead of 3).
     auto placement = strategy == galloc::Strategy::kExact
-                         ? galloc::place_exact(*input.csv, galloc::place(input.csv->problem, {}).value(),
-                                               options.exact)
+                         ? galloc::place_exact(*input.csv, galloc::place(input.csv->problem, {}).value(), options.exact)
                          : galloc::place(input.csv->problem, options);
     if (!placement) return placement.status();
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -251,8 +251,7 @@ int fail(const galloc::Status& status) {
 }
 
 #ifdef GALLOC_HAVE_TIMELINE
-int render_outcome(const Input& input, const Outcome& outcome, const std::string& html_output, bool ascii,
-                   int width) {
+int render_outcome(const Input& input, const Outcome& outcome, const std::string& html_output, bool ascii, int width) {
   if (!input.graph) {
     return fail(galloc::invalid_argument("render draws graphs; convert the CSV's plan with `galloc plan` instead"));
   }
@@ -339,7 +338,8 @@ int main(int argc, char** argv) {
 
   if (zoo->parsed()) {
     if (zoo_name == "list") {
-      for (const auto& entry : galloc::zoo::list()) std::printf("%-28s %s\n", entry.name.c_str(), entry.description.c_str());
+      for (const auto& entry : galloc::zoo::list())
+        std::printf("%-28s %s\n", entry.name.c_str(), entry.description.c_str());
       return 0;
     }
     auto graph = galloc::zoo::build(zoo_name, {.scale = scale});
@@ -436,8 +436,8 @@ int main(int argc, char** argv) {
       return out ? 0 : fail(galloc::Status(galloc::ErrorCode::kInvalidArgument, "cannot write " + convert_out));
     }
     if (!input->graph) {
-      return fail(galloc::Status(galloc::ErrorCode::kInvalidArgument,
-                                 "a MiniMalloc CSV has no graph to write as galloc JSON"));
+      return fail(
+          galloc::Status(galloc::ErrorCode::kInvalidArgument, "a MiniMalloc CSV has no graph to write as galloc JSON"));
     }
     if (auto s = galloc::write_graph_file(convert_out, *input->graph); !s) return fail(s);
     return 0;

@@ -43,8 +43,7 @@ class BufferType {
 // Aligned host memory from the C++ runtime.
 class CpuBufferType final : public BufferType {
  public:
-  explicit CpuBufferType(Bytes alignment = 64, Bytes max_size = kUnlimited,
-                         std::string name = "CPU");
+  explicit CpuBufferType(Bytes alignment = 64, Bytes max_size = kUnlimited, std::string name = "CPU");
   [[nodiscard]] std::string name() const override { return name_; }
   [[nodiscard]] Bytes alignment() const override { return alignment_; }
   [[nodiscard]] Bytes max_size() const override { return max_size_; }
@@ -61,8 +60,7 @@ class CpuBufferType final : public BufferType {
 // allocation (counting from 1) and counts what it hands out.
 class NullBufferType final : public BufferType {
  public:
-  explicit NullBufferType(Bytes alignment = 8, Bytes max_size = kUnlimited,
-                          std::string name = "null");
+  explicit NullBufferType(Bytes alignment = 8, Bytes max_size = kUnlimited, std::string name = "null");
   [[nodiscard]] std::string name() const override { return name_; }
   [[nodiscard]] Bytes alignment() const override { return alignment_; }
   [[nodiscard]] Bytes max_size() const override { return max_size_; }

@@ -64,8 +64,7 @@ class DynamicAllocator {
   // align_up without its division for the powers of two that ggml uses (the same result,
   // wrap-around included).
   [[nodiscard]] Bytes aligned(Bytes size) const {
-    return alignment_is_power_of_two_ ? (size + alignment_ - 1) & ~(alignment_ - 1)
-                                      : align_up(size, alignment_);
+    return alignment_is_power_of_two_ ? (size + alignment_ - 1) & ~(alignment_ - 1) : align_up(size, alignment_);
   }
   ChunkAddress allocate_by_scan(Bytes size);
   void free_by_scan(ChunkAddress address, Bytes size);

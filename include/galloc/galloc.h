@@ -47,57 +47,56 @@ typedef struct galloc_allocator galloc_allocator;
 
 /* One tensor. nb all zero means contiguous; src and view_src use -1 for none. */
 typedef struct galloc_tensor_desc {
-  const char * name;   /* may be NULL */
-  const char * type;   /* ggml's type name: "f32", "f16", "q4_K", ... */
+  const char* name; /* may be NULL */
+  const char* type; /* ggml's type name: "f32", "f16", "q4_K", ... */
   int64_t ne[GALLOC_MAX_DIMS];
   size_t nb[GALLOC_MAX_DIMS];
-  const char * op;     /* ggml's op name: "NONE", "ADD", "MUL_MAT", ... */
+  const char* op; /* ggml's op name: "NONE", "ADD", "MUL_MAT", ... */
   int32_t src[GALLOC_MAX_SRC];
   int32_t view_src;
   size_t view_offs;
-  uint32_t flags;      /* GALLOC_FLAG_* */
-  int has_memory;      /* nonzero: memory exists already (weights, KV cache) */
+  uint32_t flags; /* GALLOC_FLAG_* */
+  int has_memory; /* nonzero: memory exists already (weights, KV cache) */
 } galloc_tensor_desc;
 
 /* Message of the last failed call on this thread ("" if none). */
-const char * galloc_last_error(void);
-const char * galloc_status_name(galloc_status status);
+const char* galloc_last_error(void);
+const char* galloc_status_name(galloc_status status);
 
 /* A desc for a 1-element f32 tensor with no op, no sources and no flags. */
 galloc_tensor_desc galloc_tensor_desc_default(void);
 
-galloc_graph * galloc_graph_new(void);
-void galloc_graph_free(galloc_graph * graph);
+galloc_graph* galloc_graph_new(void);
+void galloc_graph_free(galloc_graph* graph);
 /* Adds a tensor that is neither node nor leaf (a view source outside the graph, say). */
-galloc_status galloc_graph_add_tensor(galloc_graph * graph, const galloc_tensor_desc * desc, int32_t * out_id);
-galloc_status galloc_graph_add_node(galloc_graph * graph, const galloc_tensor_desc * desc, int32_t * out_id);
-galloc_status galloc_graph_add_leaf(galloc_graph * graph, const galloc_tensor_desc * desc, int32_t * out_id);
-galloc_status galloc_graph_counts(const galloc_graph * graph, int32_t * n_tensors, int32_t * n_nodes, int32_t * n_leafs);
+galloc_status galloc_graph_add_tensor(galloc_graph* graph, const galloc_tensor_desc* desc, int32_t* out_id);
+galloc_status galloc_graph_add_node(galloc_graph* graph, const galloc_tensor_desc* desc, int32_t* out_id);
+galloc_status galloc_graph_add_leaf(galloc_graph* graph, const galloc_tensor_desc* desc, int32_t* out_id);
+galloc_status galloc_graph_counts(const galloc_graph* graph, int32_t* n_tensors, int32_t* n_nodes, int32_t* n_leafs);
 /* Where galloc_allocator_alloc put a tensor (NULL before). */
-galloc_status galloc_graph_tensor_data(const galloc_graph * graph, int32_t tensor, void ** out_data);
+galloc_status galloc_graph_tensor_data(const galloc_graph* graph, int32_t tensor, void** out_data);
 
 /* Host memory. max_size 0 means unlimited. */
-galloc_buffer_type * galloc_buffer_type_new_cpu(size_t alignment, size_t max_size);
+galloc_buffer_type* galloc_buffer_type_new_cpu(size_t alignment, size_t max_size);
 /* Allocates nothing (planning only); fail_nth > 0 makes its n-th allocation fail. */
-galloc_buffer_type * galloc_buffer_type_new_null(size_t alignment, size_t max_size, size_t fail_nth);
-void galloc_buffer_type_free(galloc_buffer_type * type);
+galloc_buffer_type* galloc_buffer_type_new_null(size_t alignment, size_t max_size, size_t fail_nth);
+void galloc_buffer_type_free(galloc_buffer_type* type);
 
 /* types[i] describes buffer id i; repeated pointers share one buffer. strategy NULL: default. */
-galloc_status galloc_allocator_new(galloc_buffer_type * const * types, int32_t n_types, const char * strategy,
-                                   galloc_allocator ** out_allocator);
-void galloc_allocator_free(galloc_allocator * allocator);
+galloc_status galloc_allocator_new(galloc_buffer_type* const* types, int32_t n_types, const char* strategy,
+                                   galloc_allocator** out_allocator);
+void galloc_allocator_free(galloc_allocator* allocator);
 /* node_buffer_ids / leaf_buffer_ids: one per node / leaf, or NULL for buffer 0. */
-galloc_status galloc_allocator_reserve(galloc_allocator * allocator, const galloc_graph * graph,
-                                       const int32_t * node_buffer_ids, const int32_t * leaf_buffer_ids);
+galloc_status galloc_allocator_reserve(galloc_allocator* allocator, const galloc_graph* graph,
+                                       const int32_t* node_buffer_ids, const int32_t* leaf_buffer_ids);
 /* Writes n_types sizes without allocating anything. */
-galloc_status galloc_allocator_measure(const galloc_allocator * allocator, const galloc_graph * graph,
-                                       const int32_t * node_buffer_ids, const int32_t * leaf_buffer_ids,
-                                       size_t * sizes);
-galloc_status galloc_allocator_alloc(galloc_allocator * allocator, galloc_graph * graph);
-galloc_status galloc_allocator_buffer_size(const galloc_allocator * allocator, int32_t buffer_id, size_t * out_size);
+galloc_status galloc_allocator_measure(const galloc_allocator* allocator, const galloc_graph* graph,
+                                       const int32_t* node_buffer_ids, const int32_t* leaf_buffer_ids, size_t* sizes);
+galloc_status galloc_allocator_alloc(galloc_allocator* allocator, galloc_graph* graph);
+galloc_status galloc_allocator_buffer_size(const galloc_allocator* allocator, int32_t buffer_id, size_t* out_size);
 /* The reserved placement of one tensor; buffer -1 if it is not planned (view, has_memory). */
-galloc_status galloc_allocator_tensor_placement(const galloc_allocator * allocator, int32_t tensor,
-                                                int32_t * out_buffer, int32_t * out_chunk, size_t * out_offset);
+galloc_status galloc_allocator_tensor_placement(const galloc_allocator* allocator, int32_t tensor, int32_t* out_buffer,
+                                                int32_t* out_chunk, size_t* out_offset);
 
 #ifdef __cplusplus
 }

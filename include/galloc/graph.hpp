@@ -20,10 +20,11 @@
 
 namespace galloc {
 
-inline constexpr int kMaxDims = 4;     // GGML_MAX_DIMS
-inline constexpr int kMaxSources = 10; // GGML_MAX_SRC
+inline constexpr int kMaxDims = 4;      // GGML_MAX_DIMS
+inline constexpr int kMaxSources = 10;  // GGML_MAX_SRC
 
 // ggml's tensor types, with ggml's numeric values (so graphs captured from ggml convert 1:1).
+// clang-format off
 enum class DataType : std::int32_t {
   F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
   Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
@@ -31,9 +32,10 @@ enum class DataType : std::int32_t {
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
 };
+// clang-format on
 
 struct DataTypeTraits {
-  std::string_view name;  // ggml's type name: "f32", "q4_K"
+  std::string_view name;    // ggml's type name: "f32", "q4_K"
   std::int64_t block_size;  // elements per block
   Bytes type_size;          // bytes per block
 };
@@ -44,6 +46,7 @@ struct DataTypeTraits {
 [[nodiscard]] std::string_view data_type_name(DataType type);
 
 // ggml's ops (upstream ggml as carried by llama.rn 0.12.9), named as ggml_op_name() names them.
+// clang-format off
 #define GALLOC_OP_LIST(X)                                                                     \
   X(None, "NONE") X(Dup, "DUP") X(Add, "ADD") X(AddId, "ADD_ID") X(Add1, "ADD1") X(Acc, "ACC") \
   X(Sub, "SUB") X(Mul, "MUL") X(Div, "DIV") X(Sqr, "SQR") X(Sqrt, "SQRT") X(Log, "LOG")       \
@@ -74,12 +77,13 @@ struct DataTypeTraits {
   X(Custom, "CUSTOM") X(CrossEntropyLoss, "CROSS_ENTROPY_LOSS")                               \
   X(CrossEntropyLossBack, "CROSS_ENTROPY_LOSS_BACK") X(OptStepAdamw, "OPT_STEP_ADAMW")        \
   X(OptStepSgd, "OPT_STEP_SGD") X(Glu, "GLU")
+// clang-format on
 
 enum class Op : std::int32_t {
 #define GALLOC_OP_ENUM(name, str) name,
   GALLOC_OP_LIST(GALLOC_OP_ENUM)
 #undef GALLOC_OP_ENUM
-  Count
+      Count
 };
 
 [[nodiscard]] std::string_view op_name(Op op);
@@ -165,27 +169,21 @@ struct Graph {
   OpSet inplace_ops = default_inplace_ops();
 
   // A contiguous tensor with no op; not yet part of nodes or leafs.
-  [[nodiscard]] Tensor new_tensor(std::string name, DataType type,
-                                  std::initializer_list<std::int64_t> ne) const;
+  [[nodiscard]] Tensor new_tensor(std::string name, DataType type, std::initializer_list<std::int64_t> ne) const;
   // A contiguous tensor computed by `op` from `sources`.
-  [[nodiscard]] Tensor new_op(std::string name, Op op, DataType type,
-                              std::initializer_list<std::int64_t> ne,
+  [[nodiscard]] Tensor new_op(std::string name, Op op, DataType type, std::initializer_list<std::int64_t> ne,
                               std::initializer_list<TensorId> sources) const;
   // A view of `source` (its view_src is the root of source's view chain, as in ggml).
   [[nodiscard]] Tensor new_view(std::string name, Op op, TensorId source, Bytes offset,
                                 std::initializer_list<std::int64_t> ne) const;
 
-  TensorId add(Tensor tensor);        // adds to tensors only
-  TensorId add_node(Tensor tensor);   // adds and appends to nodes
-  TensorId add_leaf(Tensor tensor);   // adds and appends to leafs
+  TensorId add(Tensor tensor);       // adds to tensors only
+  TensorId add_node(Tensor tensor);  // adds and appends to nodes
+  TensorId add_leaf(Tensor tensor);  // adds and appends to leafs
 
   [[nodiscard]] Tensor& operator[](TensorId id) { return tensors[static_cast<std::size_t>(id)]; }
-  [[nodiscard]] const Tensor& operator[](TensorId id) const {
-    return tensors[static_cast<std::size_t>(id)];
-  }
-  [[nodiscard]] bool contains(TensorId id) const {
-    return id >= 0 && static_cast<std::size_t>(id) < tensors.size();
-  }
+  [[nodiscard]] const Tensor& operator[](TensorId id) const { return tensors[static_cast<std::size_t>(id)]; }
+  [[nodiscard]] bool contains(TensorId id) const { return id >= 0 && static_cast<std::size_t>(id) < tensors.size(); }
   [[nodiscard]] std::optional<TensorId> find(std::string_view name) const;
 };
 

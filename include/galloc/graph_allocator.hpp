@@ -55,8 +55,7 @@ class GraphAllocator {
  public:
   // One buffer id per entry; entries with the same BufferType share one allocator and one
   // buffer, as in ggml_gallocr_new_n. The buffer types must outlive the allocator.
-  explicit GraphAllocator(std::vector<const BufferType*> buffer_types,
-                          GraphAllocatorOptions options = {});
+  explicit GraphAllocator(std::vector<const BufferType*> buffer_types, GraphAllocatorOptions options = {});
   ~GraphAllocator();
   GraphAllocator(GraphAllocator&&) noexcept;
   GraphAllocator& operator=(GraphAllocator&&) noexcept;
@@ -68,8 +67,7 @@ class GraphAllocator {
   Status reserve(const Graph& graph, const BufferAssignment& assignment = {});
   // Plans `graph` and returns the bytes each buffer id would need (ids sharing a buffer type
   // each report the shared size, as ggml_gallocr_reserve_n_size does). Changes nothing.
-  [[nodiscard]] Result<std::vector<Bytes>> measure(const Graph& graph,
-                                                   const BufferAssignment& assignment = {}) const;
+  [[nodiscard]] Result<std::vector<Bytes>> measure(const Graph& graph, const BufferAssignment& assignment = {}) const;
   // Places the graph's tensors at the reserved offsets, reserving first when the graph no
   // longer fits the reservation and there is a single buffer id. Every buffer is reset first.
   Status alloc(Graph& graph);
@@ -97,12 +95,12 @@ class GraphAllocator {
   struct ReplaySlot {
     TensorId id = kNoTensor;
     TensorId view_src = kNoTensor;
-    std::uint32_t flags = 0;   // input and output bits: they change the walk
-    BufferId buffer = -1;      // -1: not planned (it had memory or was a view)
-    std::uint32_t chunk = 0;   // index into chunk_bases_
-    std::int32_t shape = -1;   // a node's index into node_shapes_; -1 for the others
+    std::uint32_t flags = 0;  // input and output bits: they change the walk
+    BufferId buffer = -1;     // -1: not planned (it had memory or was a view)
+    std::uint32_t chunk = 0;  // index into chunk_bases_
+    std::int32_t shape = -1;  // a node's index into node_shapes_; -1 for the others
     Offset offset = 0;
-    Bytes size = 0;            // the slot's bytes: a larger tensor needs a reserve
+    Bytes size = 0;  // the slot's bytes: a larger tensor needs a reserve
   };
   // A node's op and sources at reserve time.
   struct NodeShape {
@@ -121,13 +119,13 @@ class GraphAllocator {
   // (llama.cpp issue 28448: same sizes, other sources) is caught by comparing field by field.
   std::vector<TensorId> reserved_nodes_;
   std::vector<TensorId> reserved_leafs_;
-  OpSet reserved_inplace_ops_;            // other in-place rules give other lifetimes
-  std::vector<ReplaySlot> slots_;         // in tensor id order
-  std::vector<std::int32_t> slot_of_;     // per tensor: its index in slots_, or -1
-  std::vector<NodeShape> node_shapes_;    // per node, in tensor id order
-  std::vector<std::uint8_t> seen_;        // record_replay's scratch, per tensor
-  std::vector<Buffer*> chunk_buffers_;    // every chunk of every allocator; refreshed by alloc
-  std::vector<std::byte*> chunk_bases_;   // their base addresses
+  OpSet reserved_inplace_ops_;              // other in-place rules give other lifetimes
+  std::vector<ReplaySlot> slots_;           // in tensor id order
+  std::vector<std::int32_t> slot_of_;       // per tensor: its index in slots_, or -1
+  std::vector<NodeShape> node_shapes_;      // per node, in tensor id order
+  std::vector<std::uint8_t> seen_;          // record_replay's scratch, per tensor
+  std::vector<Buffer*> chunk_buffers_;      // every chunk of every allocator; refreshed by alloc
+  std::vector<std::byte*> chunk_bases_;     // their base addresses
   std::vector<std::uint32_t> first_chunk_;  // per allocator: its first index in chunk_bases_
 };
 

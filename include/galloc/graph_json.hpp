@@ -32,9 +32,9 @@ inline constexpr int kGraphFormatVersion = 1;
 // One distinct buffer type, as a device would describe it to the planner.
 struct BufferTypeDesc {
   std::string name;
-  Bytes alignment = 1;            // a power of two
-  Bytes max_size = kUnlimited;    // "max_size" absent in the file: unlimited
-  Bytes alloc_padding = 0;        // added to every non-empty tensor's alloc size
+  Bytes alignment = 1;          // a power of two
+  Bytes max_size = kUnlimited;  // "max_size" absent in the file: unlimited
+  Bytes alloc_padding = 0;      // added to every non-empty tensor's alloc size
   friend bool operator==(const BufferTypeDesc& a, const BufferTypeDesc& b) {
     return a.name == b.name && a.alignment == b.alignment && a.max_size == b.max_size &&
            a.alloc_padding == b.alloc_padding;

@@ -31,8 +31,8 @@ struct Lifetimes : Problem {
   // Per tensor: 1 when the walk reads it (a leaf, a node, or a node's source), else 0. May be
   // empty (lifetimes built by hand).
   std::vector<std::uint8_t> tensor_read;
-  std::vector<Step> node_step;                // per node: the step count when it is computed
-  std::size_t deferred_leafs = 0;             // leafs allocated at their first write (options)
+  std::vector<Step> node_step;     // per node: the step count when it is computed
+  std::size_t deferred_leafs = 0;  // leafs allocated at their first write (options)
 };
 
 // Buffer ids: one per node / leaf, or empty spans for "all in buffer 0".
@@ -57,8 +57,7 @@ struct LifetimeOptions {
 // Checks the graph and the ids, then walks it. buffer_types[i] describes buffer id i.
 // Storage objects are numbered by their first tensor, so the same graph gives the same
 // storage ids with and without deferred leafs.
-[[nodiscard]] Result<Lifetimes> analyze_lifetimes(const Graph& graph,
-                                                  Span<const BufferType* const> buffer_types,
+[[nodiscard]] Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* const> buffer_types,
                                                   const BufferAssignment& assignment = {},
                                                   const LifetimeOptions& options = {});
 

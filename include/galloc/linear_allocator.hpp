@@ -47,8 +47,7 @@ struct ContextOptions {
 // Places every tensor of `tensors` (in order) that has no memory and is no view into
 // buffers of `type` no larger than its max size; a single tensor above the max gets a buffer
 // of its own. Views get data from their source. On failure nothing is allocated or changed.
-[[nodiscard]] Result<ContextAllocation> allocate_context_tensors(Graph& graph,
-                                                                 Span<const TensorId> tensors,
+[[nodiscard]] Result<ContextAllocation> allocate_context_tensors(Graph& graph, Span<const TensorId> tensors,
                                                                  const BufferType& type,
                                                                  const ContextOptions& options = {});
 

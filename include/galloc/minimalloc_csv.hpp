@@ -56,8 +56,7 @@ struct CsvProblem {
 // Parses a whole CSV. Errors are kInvalidArgument and name the line and the field:
 // "line 17: size 'abc' is not a number". Never crashes, whatever the input.
 [[nodiscard]] Result<CsvProblem> read_minimalloc_csv(std::istream& input, const CsvOptions& options = {});
-[[nodiscard]] Result<CsvProblem> read_minimalloc_csv(const std::filesystem::path& path,
-                                                     const CsvOptions& options = {});
+[[nodiscard]] Result<CsvProblem> read_minimalloc_csv(const std::filesystem::path& path, const CsvOptions& options = {});
 
 // Writes `id,lower,upper,size[,alignment][,offset]` with the file's own ids, times and sizes.
 // The offset column comes from `placement` (chunks laid end to end when there are several),

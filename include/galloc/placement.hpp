@@ -21,10 +21,10 @@ enum class Strategy {
   kGreedyByStartLowestOffset,    // greedy in order of allocation, into the lowest gap that fits
   kLowestOffsetFirst,            // lowest offset first; the busiest, then the largest area
   kLowestOffsetFirstByLifetime,  // lowest offset first; the busiest, then the longest lifetime
-  kExact,  // offline search for the smallest buffer within a time budget (MiniMalloc)
-  kBest,   // ggml, then each heuristic until one reaches the lower bound; per buffer the
-           // smallest (never worse than kGgml); then the exact search where the gap to the
-           // lower bound is still large and a budget is given
+  kExact,                        // offline search for the smallest buffer within a time budget (MiniMalloc)
+  kBest,                         // ggml, then each heuristic until one reaches the lower bound; per buffer the
+                                 // smallest (never worse than kGgml); then the exact search where the gap to the
+                                 // lower bound is still large and a budget is given
 };
 
 // Progress of a long search: the best size so far, the lower bound, seconds left.

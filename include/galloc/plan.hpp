@@ -16,7 +16,7 @@ struct TensorPlacement {
   BufferId buffer = -1;  // -1: not planned (view, existing memory, or not in the graph)
   ChunkId chunk = -1;
   Offset offset = 0;
-  Bytes size = 0;        // the buffer type's alloc size for the tensor
+  Bytes size = 0;  // the buffer type's alloc size for the tensor
   [[nodiscard]] bool planned() const { return buffer >= 0; }
   friend bool operator==(const TensorPlacement& a, const TensorPlacement& b) {
     return a.buffer == b.buffer && a.chunk == b.chunk && a.offset == b.offset && a.size == b.size;
@@ -25,12 +25,12 @@ struct TensorPlacement {
 };
 
 struct BufferPlan {
-  std::string name;            // the buffer type's name
+  std::string name;  // the buffer type's name
   AllocatorId allocator = 0;
-  bool shared = false;         // same buffer type as an earlier id: its memory is counted there
+  bool shared = false;  // same buffer type as an earlier id: its memory is counted there
   std::vector<Bytes> chunk_sizes;
-  Bytes lower_bound = 0;       // most bytes live at one step
-  Bytes no_reuse = 0;          // every storage object side by side
+  Bytes lower_bound = 0;  // most bytes live at one step
+  Bytes no_reuse = 0;     // every storage object side by side
   [[nodiscard]] Bytes size() const;
 };
 
@@ -44,8 +44,7 @@ struct Plan {
   [[nodiscard]] Bytes total_lower_bound() const;
 };
 
-[[nodiscard]] Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
-                             const Lifetimes& lifetimes, const Placement& placement,
-                             std::string strategy);
+[[nodiscard]] Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types, const Lifetimes& lifetimes,
+                             const Placement& placement, std::string strategy);
 
 }  // namespace galloc

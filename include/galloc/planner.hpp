@@ -1,7 +1,6 @@
 // The planning pipeline in one call: graph -> lifetimes -> placement -> plan.
 #pragma once
 
-
 #include "galloc/buffer.hpp"
 #include "galloc/graph.hpp"
 #include "galloc/lifetimes.hpp"
@@ -20,8 +19,7 @@ struct PlanningResult {
 // `ggml` plans with upstream's lifetimes, to match it exactly. Every other strategy plans with
 // deferred written leafs (LifetimeOptions); `best` also keeps, per buffer, the ggml placement
 // when that is as small. Either way the result validates against result.lifetimes.
-[[nodiscard]] Result<PlanningResult> plan_graph(const Graph& graph,
-                                                Span<const BufferType* const> buffer_types,
+[[nodiscard]] Result<PlanningResult> plan_graph(const Graph& graph, Span<const BufferType* const> buffer_types,
                                                 const BufferAssignment& assignment = {},
                                                 const PlacementOptions& options = {});
 

@@ -35,10 +35,10 @@ struct TailFree {
 
 struct StorageObject {
   AllocatorId allocator = 0;
-  Bytes size = 0;            // aligned to the allocator
-  Interval<Step> live;       // [allocation step, final free step); upper = step count if never freed
-  std::vector<TailFree> tail_frees;  // in step order, begins decreasing
-  TensorId first_tensor = kNoTensor; // the tensor that allocated it; in-place successors share it
+  Bytes size = 0;                     // aligned to the allocator
+  Interval<Step> live;                // [allocation step, final free step); upper = step count if never freed
+  std::vector<TailFree> tail_frees;   // in step order, begins decreasing
+  TensorId first_tensor = kNoTensor;  // the tensor that allocated it; in-place successors share it
 };
 
 // Every event is one step, so a storage object is live over the half-open step interval from
@@ -64,8 +64,8 @@ struct ChunkAddress {
 
 // A solution: an address per storage object and the chunk sizes it needs.
 struct Placement {
-  std::vector<ChunkAddress> storage_address;      // per storage object
-  std::vector<std::vector<Bytes>> chunk_sizes;    // per allocator, per chunk: bytes needed
+  std::vector<ChunkAddress> storage_address;    // per storage object
+  std::vector<std::vector<Bytes>> chunk_sizes;  // per allocator, per chunk: bytes needed
 };
 
 }  // namespace galloc

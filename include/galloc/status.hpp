@@ -10,12 +10,12 @@ namespace galloc {
 
 enum class ErrorCode {
   kOk = 0,
-  kInvalidArgument,   // bad input: ids out of range, malformed graph, bad file
-  kOutOfMemory,       // a buffer type failed to allocate, or a buffer is full
-  kInfeasible,        // a capacity or size limit cannot be met
-  kFailedPrecondition,// call order: alloc before reserve, graph differs from the reservation
-  kDeadlineExceeded,  // a time budget ran out before any solution was found
-  kInternal,          // a bug in galloc: please report it
+  kInvalidArgument,     // bad input: ids out of range, malformed graph, bad file
+  kOutOfMemory,         // a buffer type failed to allocate, or a buffer is full
+  kInfeasible,          // a capacity or size limit cannot be met
+  kFailedPrecondition,  // call order: alloc before reserve, graph differs from the reservation
+  kDeadlineExceeded,    // a time budget ran out before any solution was found
+  kInternal,            // a bug in galloc: please report it
 };
 
 [[nodiscard]] const char* error_code_name(ErrorCode code);
@@ -41,15 +41,11 @@ class [[nodiscard]] Status {
 [[nodiscard]] inline Status invalid_argument(std::string message) {
   return {ErrorCode::kInvalidArgument, std::move(message)};
 }
-[[nodiscard]] inline Status out_of_memory(std::string message) {
-  return {ErrorCode::kOutOfMemory, std::move(message)};
-}
+[[nodiscard]] inline Status out_of_memory(std::string message) { return {ErrorCode::kOutOfMemory, std::move(message)}; }
 [[nodiscard]] inline Status failed_precondition(std::string message) {
   return {ErrorCode::kFailedPrecondition, std::move(message)};
 }
-[[nodiscard]] inline Status internal_error(std::string message) {
-  return {ErrorCode::kInternal, std::move(message)};
-}
+[[nodiscard]] inline Status internal_error(std::string message) { return {ErrorCode::kInternal, std::move(message)}; }
 
 // A value or the Status that explains why there is none; never neither.
 template <typename T>
@@ -82,8 +78,8 @@ class [[nodiscard]] Result {
 }  // namespace galloc
 
 // Propagates a failed Status out of the calling function.
-#define GALLOC_RETURN_IF_ERROR(expr)               \
-  do {                                             \
-    ::galloc::Status galloc_status_ = (expr);      \
+#define GALLOC_RETURN_IF_ERROR(expr)                    \
+  do {                                                  \
+    ::galloc::Status galloc_status_ = (expr);           \
     if (!galloc_status_.is_ok()) return galloc_status_; \
   } while (0)

@@ -9,14 +9,14 @@
 
 namespace galloc {
 
-using Bytes = std::uint64_t;      // a size in bytes
-using Offset = std::uint64_t;     // a byte offset inside one chunk of a buffer
-using Step = std::int64_t;        // a position in the planner's event order
-using TensorId = std::int32_t;    // index into Graph::tensors
-using BufferId = std::int32_t;    // index into the graph allocator's buffer types
-using ChunkId = std::int32_t;     // index of a backend buffer inside one (virtual) buffer
-using StorageId = std::int32_t;   // index of a storage object produced by the liveness analysis
-using AllocatorId = std::int32_t; // one per distinct buffer type: duplicates share an allocator
+using Bytes = std::uint64_t;       // a size in bytes
+using Offset = std::uint64_t;      // a byte offset inside one chunk of a buffer
+using Step = std::int64_t;         // a position in the planner's event order
+using TensorId = std::int32_t;     // index into Graph::tensors
+using BufferId = std::int32_t;     // index into the graph allocator's buffer types
+using ChunkId = std::int32_t;      // index of a backend buffer inside one (virtual) buffer
+using StorageId = std::int32_t;    // index of a storage object produced by the liveness analysis
+using AllocatorId = std::int32_t;  // one per distinct buffer type: duplicates share an allocator
 
 inline constexpr TensorId kNoTensor = -1;
 inline constexpr Bytes kUnlimited = std::numeric_limits<Bytes>::max();
@@ -47,9 +47,8 @@ class Span {
   constexpr Span() = default;
   constexpr Span(T* data, std::size_t size) : data_(data), size_(size) {}
   template <typename Container,
-            typename = std::enable_if_t<
-                !std::is_same_v<std::decay_t<Container>, Span> &&
-                std::is_convertible_v<decltype(std::declval<Container&>().data()), T*>>>
+            typename = std::enable_if_t<!std::is_same_v<std::decay_t<Container>, Span> &&
+                                        std::is_convertible_v<decltype(std::declval<Container&>().data()), T*>>>
   constexpr Span(Container&& container)  // NOLINT(google-explicit-constructor): as std::span
       : data_(container.data()), size_(static_cast<std::size_t>(container.size())) {}
 
@@ -70,8 +69,6 @@ class Span {
   return alignment <= 1 ? size : (size + alignment - 1) / alignment * alignment;
 }
 
-[[nodiscard]] constexpr bool is_power_of_two(Bytes value) {
-  return value != 0 && (value & (value - 1)) == 0;
-}
+[[nodiscard]] constexpr bool is_power_of_two(Bytes value) { return value != 0 && (value & (value - 1)) == 0; }
 
 }  // namespace galloc

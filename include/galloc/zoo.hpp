@@ -64,6 +64,7 @@ enum class UnaryOp : std::uint8_t { kNone, kGelu, kSilu, kRelu, kStep, kTanh };
 enum class PoolOp : std::uint8_t { kMax, kAvg };
 
 // One per builder function, named after it (and after the ggml function it follows).
+// clang-format off
 enum class BuilderFn : std::uint8_t {
   // tensors without an op: ints = ne[0..3]
   kWeight, kInput, kParam, kNewTensor,
@@ -89,6 +90,7 @@ enum class BuilderFn : std::uint8_t {
   // graph: name = the tensor's new name; expand is ggml_build_forward_expand
   kName, kSetOutput, kSetLoss, kExpand,
 };
+// clang-format on
 
 // One builder call. Tensors are the builder's ids (dense, in creation order, as the calls
 // return them; not the ids of the finished Graph, which keeps only what the graph reaches).
@@ -96,12 +98,12 @@ struct BuilderCall {
   BuilderFn fn = BuilderFn::kExpand;
   TensorId result = kNoTensor;  // what the function returned (kNoTensor for set_output, expand)
   std::array<TensorId, 5> tensors{kNoTensor, kNoTensor, kNoTensor, kNoTensor, kNoTensor};  // in argument order
-  std::array<std::int64_t, 8> ints{};  // integer arguments in order
-  DataType type = DataType::F32;       // weight, input, new_tensor, cast, im2col's destination
-  UnaryOp unary = UnaryOp::kNone;      // unary, unary_inplace, glu_split
-  PoolOp pool = PoolOp::kMax;          // pool_2d
-  bool is_2d = false;                  // im2col
-  std::string_view name;               // weight, input, param, new_tensor, name
+  std::array<std::int64_t, 8> ints{};                                                      // integer arguments in order
+  DataType type = DataType::F32;   // weight, input, new_tensor, cast, im2col's destination
+  UnaryOp unary = UnaryOp::kNone;  // unary, unary_inplace, glu_split
+  PoolOp pool = PoolOp::kMax;      // pool_2d
+  bool is_2d = false;              // im2col
+  std::string_view name;           // weight, input, param, new_tensor, name
 };
 
 class BuilderMirror {

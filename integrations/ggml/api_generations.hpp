@@ -18,9 +18,12 @@ namespace {
 // ggml argument types) is the better match.
 namespace fallback {
 struct Missing {};
-template <typename... Args> Missing ggml_backend_buft_is_meta(Args...);
-template <typename... Args> Missing ggml_backend_meta_alloc_ctx_tensors_from_buft(Args...);
-template <typename... Args> Missing ggml_clamp_inplace(Args...);
+template <typename... Args>
+Missing ggml_backend_buft_is_meta(Args...);
+template <typename... Args>
+Missing ggml_backend_meta_alloc_ctx_tensors_from_buft(Args...);
+template <typename... Args>
+Missing ggml_clamp_inplace(Args...);
 }  // namespace fallback
 
 template <typename T>
@@ -38,8 +41,8 @@ inline constexpr bool kOlderGeneration = std::is_void_v<TallocrAllocResult>;
 // Newer ggml (whisper.rn 0.7, llama.rn 0.13) computes CLAMP out of place by default, has a
 // ggml_clamp_inplace, and lets ggml-alloc reuse CLAMP's source in place; before, ggml_clamp was
 // itself a view.
-inline constexpr bool kClampReusesSource = kDeclared<decltype(ggml_clamp_inplace(
-    std::declval<ggml_context*>(), std::declval<ggml_tensor*>(), 0.0f, 0.0f))>;
+inline constexpr bool kClampReusesSource =
+    kDeclared<decltype(ggml_clamp_inplace(std::declval<ggml_context*>(), std::declval<ggml_tensor*>(), 0.0f, 0.0f))>;
 
 // Meta buffer types (one buffer type over several devices) allocate context tensors
 // themselves.

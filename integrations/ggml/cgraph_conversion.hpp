@@ -21,21 +21,30 @@
 
 namespace {
 
-using galloc::Bytes;
 using galloc::BufferId;
+using galloc::Bytes;
 using galloc::TensorId;
 
 // The older generation's ggml_op_can_inplace: a subset of the newer one's, which galloc
 // follows.
 bool older_op_can_inplace(ggml_op op) {
   switch (op) {
-    case GGML_OP_SCALE: case GGML_OP_DIAG_MASK_ZERO: case GGML_OP_DIAG_MASK_INF:
-    case GGML_OP_ADD: case GGML_OP_ADD1: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV:
-    case GGML_OP_SQR: case GGML_OP_SQRT: case GGML_OP_LOG: case GGML_OP_UNARY:
-    case GGML_OP_ROPE: case GGML_OP_RMS_NORM: case GGML_OP_SOFT_MAX:
-      return true;
-    default:
-      return false;
+    case GGML_OP_SCALE:
+    case GGML_OP_DIAG_MASK_ZERO:
+    case GGML_OP_DIAG_MASK_INF:
+    case GGML_OP_ADD:
+    case GGML_OP_ADD1:
+    case GGML_OP_SUB:
+    case GGML_OP_MUL:
+    case GGML_OP_DIV:
+    case GGML_OP_SQR:
+    case GGML_OP_SQRT:
+    case GGML_OP_LOG:
+    case GGML_OP_UNARY:
+    case GGML_OP_ROPE:
+    case GGML_OP_RMS_NORM:
+    case GGML_OP_SOFT_MAX: return true;
+    default: return false;
   }
 }
 
@@ -66,7 +75,8 @@ galloc::OpSet make_inplace_ops() {
     ops.reset();
     for (int i = 0; i < GGML_OP_COUNT; ++i) {
       const auto ggml = static_cast<ggml_op>(i);
-      if (older_op_can_inplace(ggml) && op_of(ggml) != galloc::Op::Custom) ops.set(static_cast<std::size_t>(op_of(ggml)));
+      if (older_op_can_inplace(ggml) && op_of(ggml) != galloc::Op::Custom)
+        ops.set(static_cast<std::size_t>(op_of(ggml)));
     }
   }
   if (kClampReusesSource) ops.set(static_cast<std::size_t>(galloc::Op::Clamp));
@@ -98,7 +108,8 @@ struct TypeTable {
         continue;
       }
       for (int j = 0; j < 256 && !type[static_cast<std::size_t>(i)]; ++j) {
-        if (same(static_cast<galloc::DataType>(j))) type[static_cast<std::size_t>(i)] = static_cast<galloc::DataType>(j);
+        if (same(static_cast<galloc::DataType>(j)))
+          type[static_cast<std::size_t>(i)] = static_cast<galloc::DataType>(j);
       }
     }
   }
@@ -286,10 +297,12 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::
     return false;
   }
   for (int i = 0; i < cgraph->n_leafs; ++i) {
-    if (cgraph->leafs[i] != out.ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])]) return false;
+    if (cgraph->leafs[i] != out.ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])])
+      return false;
   }
   for (int i = 0; i < cgraph->n_nodes; ++i) {
-    if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])]) return false;
+    if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])])
+      return false;
   }
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];

@@ -198,9 +198,9 @@ std::string dump_dir_from_env() {
 // ------------------------------------------------------------------ ggml_gallocr
 
 struct ggml_gallocr {
-  std::vector<ggml_backend_buffer_type_t> bufts;        // per buffer id
-  std::vector<std::unique_ptr<GgmlBufferType>> types;   // per distinct buffer type
-  Converted current;                                    // the graph being planned or allocated
+  std::vector<ggml_backend_buffer_type_t> bufts;       // per buffer id
+  std::vector<std::unique_ptr<GgmlBufferType>> types;  // per distinct buffer type
+  Converted current;                                   // the graph being planned or allocated
   std::unique_ptr<galloc::GraphAllocator> allocator;
   std::string dump_dir;
   int dumps = 0;
@@ -212,8 +212,10 @@ galloc::BufferAssignment assignment_of(const ggml_cgraph* graph, const int* node
                                        const int* leaf_buffer_ids) {
   static_assert(std::is_same_v<BufferId, int>);
   galloc::BufferAssignment assignment;
-  if (node_buffer_ids != nullptr) assignment.node_buffer_ids = {node_buffer_ids, static_cast<std::size_t>(graph->n_nodes)};
-  if (leaf_buffer_ids != nullptr) assignment.leaf_buffer_ids = {leaf_buffer_ids, static_cast<std::size_t>(graph->n_leafs)};
+  if (node_buffer_ids != nullptr)
+    assignment.node_buffer_ids = {node_buffer_ids, static_cast<std::size_t>(graph->n_nodes)};
+  if (leaf_buffer_ids != nullptr)
+    assignment.leaf_buffer_ids = {leaf_buffer_ids, static_cast<std::size_t>(graph->n_leafs)};
   return assignment;
 }
 
@@ -368,8 +370,8 @@ void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph* grap
       log_error(__func__, s);
       return;
     }
-    auto measured = galloc->allocator->measure(galloc->current.graph,
-                                               assignment_of(graph, node_buffer_ids, leaf_buffer_ids));
+    auto measured =
+        galloc->allocator->measure(galloc->current.graph, assignment_of(graph, node_buffer_ids, leaf_buffer_ids));
     if (!measured) {
       log_error(__func__, measured.status());
       return;
@@ -396,8 +398,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
     if (galloc::Status s = galloc->allocator->alloc(galloc->current.graph, init_tensors); !s) {
-      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1 &&
-          !init_tensors.placing()) {
+      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1 && !init_tensors.placing()) {
         // several buffers: the caller must reserve with the buffer ids first (upstream's false)
 #ifndef NDEBUG
         GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
@@ -560,7 +561,8 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
         // empty tensors after the last buffer are left alone, as upstream leaves them
         const int b = allocation->tensor_buffer[i];
         if (b < 0) continue;
-        status = tensor_alloc(handle_of(buffers[static_cast<std::size_t>(b)].get()), t, converted.graph.tensors[i].data);
+        status =
+            tensor_alloc(handle_of(buffers[static_cast<std::size_t>(b)].get()), t, converted.graph.tensors[i].data);
       } else if (t->buffer == nullptr) {
         status = view_init(t);
       }
@@ -595,7 +597,8 @@ size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context* ctx, g
   return nbytes_total;
 }
 
-ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context* ctx, ggml_backend_buffer_type_t buft) {
+ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context* ctx,
+                                                               ggml_backend_buffer_type_t buft) {
   if (is_meta(buft)) return meta_alloc_ctx_tensors(ctx, buft);
   size_t nbytes_total = 0;
   try {

@@ -52,9 +52,9 @@ namespace galloc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Units = std::uint64_t;  // bytes divided by the allocator's alignment
+using Units = std::uint64_t;      // bytes divided by the allocator's alignment
 using PackedItem = std::int32_t;  // an index into Packing's per-item vectors
-using Section = std::int32_t; // an index into Packing's sections
+using Section = std::int32_t;     // an index into Packing's sections
 
 constexpr Units kUnplaced = std::numeric_limits<Units>::max();
 // Beyond these, the search keeps the start placement: its tables would not pay.
@@ -67,27 +67,26 @@ Units units_up(Bytes bytes, Bytes alignment) { return bytes / alignment + (bytes
 // One allocator's storage objects as a packing problem, in units of the alignment.
 struct Packing {
   Bytes alignment = 1;
-  std::vector<StorageId> storage;    // per item: the storage object it stands for
-  std::vector<Units> size;           // per item, > 0
-  std::vector<Section> first;        // per item: its first section
-  std::vector<Section> last;         // per item: one past its last section
-  std::vector<double> width;         // per item: how long it lives (steps, or the caller's times)
-  std::vector<Units> section_total;  // per section: the sizes of the items live in it
+  std::vector<StorageId> storage;          // per item: the storage object it stands for
+  std::vector<Units> size;                 // per item, > 0
+  std::vector<Section> first;              // per item: its first section
+  std::vector<Section> last;               // per item: one past its last section
+  std::vector<double> width;               // per item: how long it lives (steps, or the caller's times)
+  std::vector<Units> section_total;        // per section: the sizes of the items live in it
   std::vector<std::size_t> section_begin;  // CSR: the items live in each section
   std::vector<PackedItem> section_items;
   std::vector<std::size_t> overlap_begin;  // CSR: the items live at a common step
   std::vector<PackedItem> overlaps;
-  Units peak = 0;                    // the largest section total
-  std::vector<StorageId> loose;      // live at no step, or of size 0: placed at offset 0
-  Units loose_peak = 0;              // the largest of those
+  Units peak = 0;                // the largest section total
+  std::vector<StorageId> loose;  // live at no step, or of size 0: placed at offset 0
+  Units loose_peak = 0;          // the largest of those
   [[nodiscard]] std::size_t item_count() const { return size.size(); }
   [[nodiscard]] Section section_count() const { return static_cast<Section>(section_total.size()); }
   [[nodiscard]] Units lower_bound() const { return std::max(peak, loose_peak); }
 };
 
 // nullopt when the problem is too large for the search.
-std::optional<Packing> make_packing(const Problem& problem, AllocatorId allocator,
-                                   Span<const double> durations) {
+std::optional<Packing> make_packing(const Problem& problem, AllocatorId allocator, Span<const double> durations) {
   Packing p;
   p.alignment = std::max<Bytes>(1, problem.allocators[static_cast<std::size_t>(allocator)].alignment);
   std::vector<Step> points;
@@ -101,8 +100,7 @@ std::optional<Packing> make_packing(const Problem& problem, AllocatorId allocato
     }
     p.storage.push_back(static_cast<StorageId>(s));
     p.size.push_back(units_up(object.size, p.alignment));
-    p.width.push_back(durations.empty() ? static_cast<double>(object.live.upper - object.live.lower)
-                                        : durations[s]);
+    p.width.push_back(durations.empty() ? static_cast<double>(object.live.upper - object.live.lower) : durations[s]);
     points.push_back(object.live.lower);
     points.push_back(object.live.upper);
   }
@@ -146,7 +144,8 @@ std::optional<Packing> make_packing(const Problem& problem, AllocatorId allocato
   {
     std::vector<std::size_t> fill(p.section_begin.begin(), p.section_begin.end() - 1);
     for (std::size_t i = 0; i < n; ++i) {
-      for (Section s = p.first[i]; s < p.last[i]; ++s) p.section_items[fill[static_cast<std::size_t>(s)]++] = static_cast<PackedItem>(i);
+      for (Section s = p.first[i]; s < p.last[i]; ++s)
+        p.section_items[fill[static_cast<std::size_t>(s)]++] = static_cast<PackedItem>(i);
     }
   }
   for (Units total_in_section : p.section_total) p.peak = std::max(p.peak, total_in_section);
@@ -214,7 +213,11 @@ class Search {
  public:
   Search(const Packing& p, Units capacity, std::string_view heuristic, Clock::time_point deadline,
          std::uint64_t node_limit, Reporter& reporter)
-      : p_(p), capacity_(capacity), heuristic_(heuristic), deadline_(deadline), node_limit_(node_limit),
+      : p_(p),
+        capacity_(capacity),
+        heuristic_(heuristic),
+        deadline_(deadline),
+        node_limit_(node_limit),
         reporter_(reporter) {}
 
   Outcome run();
@@ -222,9 +225,9 @@ class Search {
 
  private:
   struct Partition {
-    Section lower;           // sections [lower, upper)
+    Section lower;  // sections [lower, upper)
     Section upper;
-    std::size_t items_begin; // into item_pool_
+    std::size_t items_begin;  // into item_pool_
     std::size_t items_end;
   };
   enum class FrameKind : std::uint8_t { kNode, kSplit };
@@ -232,20 +235,20 @@ class Search {
     FrameKind kind;
     // kNode: a node of the search in one partition.
     std::size_t partition = 0;
-    Units last_offset = 0;     // the canonical order: nothing below (last_offset, last_rank)
-    Units last_rank = 0;       // ranks start at 1
+    Units last_offset = 0;             // the canonical order: nothing below (last_offset, last_rank)
+    Units last_rank = 0;               // ranks start at 1
     std::size_t candidates_begin = 0;  // into candidate_pool_
     std::size_t candidates_end = 0;
     std::size_t next_candidate = 0;
-    std::size_t mark = 0;      // the trail before the candidate being tried
-    bool hatless = false;      // the candidate being tried overlaps no unplaced item
+    std::size_t mark = 0;  // the trail before the candidate being tried
+    bool hatless = false;  // the candidate being tried overlaps no unplaced item
     // kSplit: independent partitions [first_part, end_part) solved in turn.
     std::size_t first_part = 0;
     std::size_t end_part = 0;
     std::size_t next_part = 0;
-    std::size_t items_mark = 0;   // item_pool_ before the split's partitions
-    std::size_t parts_mark = 0;   // partitions_ before the split's partitions
-    bool restart = true;          // sub-partitions start their own canonical order
+    std::size_t items_mark = 0;  // item_pool_ before the split's partitions
+    std::size_t parts_mark = 0;  // partitions_ before the split's partitions
+    bool restart = true;         // sub-partitions start their own canonical order
   };
   enum class Result : std::uint8_t { kNone, kSuccess, kFailure };
 
@@ -278,11 +281,11 @@ class Search {
   const std::uint64_t node_limit_;
   Reporter& reporter_;
 
-  std::vector<Units> offset_;      // per item: kUnplaced or its offset
-  std::vector<Units> min_offset_;  // per item: the top of the placed items it overlaps
-  std::vector<Units> remaining_;   // per section: the sizes of the unplaced items live there
-  std::vector<Units> cuts_;        // per section boundary s|s+1: unplaced items live on both sides
-  std::vector<Units> rank_;        // per item: its place in the static order of its partition
+  std::vector<Units> offset_;            // per item: kUnplaced or its offset
+  std::vector<Units> min_offset_;        // per item: the top of the placed items it overlaps
+  std::vector<Units> remaining_;         // per section: the sizes of the unplaced items live there
+  std::vector<Units> cuts_;              // per section boundary s|s+1: unplaced items live on both sides
+  std::vector<Units> rank_;              // per item: its place in the static order of its partition
   std::vector<PackedItem> twin_before_;  // per item: the previous item (by index) of the same shape
   std::vector<std::pair<Units*, Units>> trail_;
   std::vector<Partition> partitions_;
@@ -291,10 +294,10 @@ class Search {
   std::vector<Frame> frames_;
   std::vector<Section> cut_points_;  // scratch for descend
   std::vector<Section> bounds_;
-  std::vector<PackedItem> order_;         // scratch for rank_partition
+  std::vector<PackedItem> order_;  // scratch for rank_partition
   std::vector<double> keys_;
   std::vector<std::size_t> index_;
-  std::vector<PackedItem> witness_;       // per section: an unplaced item low enough, last time looked
+  std::vector<PackedItem> witness_;  // per section: an unplaced item low enough, last time looked
   std::uint64_t nodes_ = 0;
 };
 
@@ -415,8 +418,8 @@ bool Search::place(PackedItem item, const Partition& part, bool& hatless) {
   }
   // Section inference needs no check here for the top of the placed items (make_candidates
   // let only offsets through that pass it), only for MiniMalloc's unallocated floor: nothing
-  // unplaced in a section can go below the lowest offset one of them can take. Where items were raised, look for one that still fits
-  // under capacity - remaining; the one found last time usually still does.
+  // unplaced in a section can go below the lowest offset one of them can take. Where items were raised, look for one
+  // that still fits under capacity - remaining; the one found last time usually still does.
   const Section lower = std::max(raised_lower, part.lower);
   const Section upper = std::min(raised_upper, part.upper);
   for (Section s = lower; s < upper; ++s) {
@@ -664,8 +667,10 @@ Outcome solve(const Packing& p, std::vector<Units> targets, Clock::time_point de
         }
       }
     }
-    if (limit > std::numeric_limits<std::uint64_t>::max() / 4) limit = std::numeric_limits<std::uint64_t>::max();
-    else limit *= 2;
+    if (limit > std::numeric_limits<std::uint64_t>::max() / 4)
+      limit = std::numeric_limits<std::uint64_t>::max();
+    else
+      limit *= 2;
   }
 }
 
@@ -675,7 +680,8 @@ double clamp_seconds(double seconds) {
 }
 
 Clock::time_point deadline_after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(clamp_seconds(seconds)));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(clamp_seconds(seconds)));
 }
 
 // Writes a packing's offsets into `placement` (one chunk for the allocator).
@@ -708,9 +714,8 @@ Bytes packed_size(const Problem& problem, const Packing& p, const std::vector<Un
 // the search packs one chunk. A chunk may hold up to the max size (or the largest storage
 // object, which gets a chunk of its own anyway), and any placement in several chunks can be
 // laid end to end in one, so a single chunk loses nothing while the total stays within that.
-Status search_allocator(const Problem& problem, AllocatorId allocator, Bytes live_bound,
-                        const ExactOptions& options, Span<const double> durations, Placement& placement,
-                        bool& changed) {
+Status search_allocator(const Problem& problem, AllocatorId allocator, Bytes live_bound, const ExactOptions& options,
+                        Span<const double> durations, Placement& placement, bool& changed) {
   const auto a = static_cast<std::size_t>(allocator);
   const Bytes start_total = chunks_total(placement.chunk_sizes[a]);
   const std::string name = "allocator " + std::to_string(allocator);
@@ -749,12 +754,12 @@ Status search_allocator(const Problem& problem, AllocatorId allocator, Bytes liv
                                       " bytes (the max size); the exact search does not split into chunks"
                                 : " in " + std::to_string(capacity) + " bytes";
     if (target < lower) {
-      return {ErrorCode::kInfeasible, name + ": " + std::to_string(reporter.lower_bound) +
-                                          " bytes are live at once: no placement fits" + why};
+      return {ErrorCode::kInfeasible,
+              name + ": " + std::to_string(reporter.lower_bound) + " bytes are live at once: no placement fits" + why};
     }
     if (clamp_seconds(options.time_limit_seconds) <= 0) {
-      return {ErrorCode::kDeadlineExceeded, name + ": no time to search for a placement within " +
-                                                std::to_string(capacity) + " bytes"};
+      return {ErrorCode::kDeadlineExceeded,
+              name + ": no time to search for a placement within " + std::to_string(capacity) + " bytes"};
     }
     std::vector<Units> targets = {target};
     if (lower < target) targets.insert(targets.begin(), lower);  // often quicker to find
@@ -765,14 +770,12 @@ Status search_allocator(const Problem& problem, AllocatorId allocator, Bytes liv
         reporter.best = chunks_total(placement.chunk_sizes[a]);
         reporter.maybe_report(Clock::now(), true);
         return Status::ok();
-      case Outcome::kInfeasible:
-        return {ErrorCode::kInfeasible, name + ": no placement fits" + why};
+      case Outcome::kInfeasible: return {ErrorCode::kInfeasible, name + ": no placement fits" + why};
       case Outcome::kNodeLimit:
-      case Outcome::kTimeUp:
-        break;
+      case Outcome::kTimeUp: break;
     }
-    return {ErrorCode::kDeadlineExceeded, name + ": the time ran out before a placement within " +
-                                              std::to_string(capacity) + " bytes was found"};
+    return {ErrorCode::kDeadlineExceeded,
+            name + ": the time ran out before a placement within " + std::to_string(capacity) + " bytes was found"};
   }
 
   // The smallest size: first the lower bound itself (often reached), then bisection between
@@ -822,9 +825,8 @@ Result<Placement> exact_search(const Problem& problem, const Placement& start, c
   std::vector<bool> changed(problem.allocators.size(), false);
   for (std::size_t a = 0; a < problem.allocators.size(); ++a) {
     bool allocator_changed = false;
-    GALLOC_RETURN_IF_ERROR(
-        search_allocator(problem, static_cast<AllocatorId>(a), live[a], options, durations, placement,
-                         allocator_changed));
+    GALLOC_RETURN_IF_ERROR(search_allocator(problem, static_cast<AllocatorId>(a), live[a], options, durations,
+                                            placement, allocator_changed));
     changed[a] = allocator_changed;
   }
   if (std::find(changed.begin(), changed.end(), true) != changed.end()) {

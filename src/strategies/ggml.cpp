@@ -14,8 +14,7 @@ Placement place_ggml(const Problem& problem) {
   placement.storage_address.resize(problem.storages.size());
   for (const LifetimeEvent& event : problem.events) {
     const auto s = static_cast<std::size_t>(event.storage);
-    DynamicAllocator& allocator =
-        allocators[static_cast<std::size_t>(problem.storages[s].allocator)];
+    DynamicAllocator& allocator = allocators[static_cast<std::size_t>(problem.storages[s].allocator)];
     if (event.kind == LifetimeEvent::Kind::kAllocate) {
       placement.storage_address[s] = allocator.allocate(event.size);
     } else {

@@ -122,8 +122,10 @@ class ChunkTrees {
     return found == sparse_.end() ? kNoSpan : found->second;
   }
   void set(std::size_t slot, std::uint32_t head) {
-    if (!dense_.empty()) dense_[slot] = head;
-    else sparse_[slot] = head;
+    if (!dense_.empty())
+      dense_[slot] = head;
+    else
+      sparse_[slot] = head;
   }
 
   std::size_t leaves_;

@@ -221,8 +221,8 @@ struct ScanLowest {
 // -O2 (the pointers must not alias for that).
 GALLOC_ALSO_FOR_AVX2 ScanLowest raise_blocks_and_find_lowest(const ScanKey* __restrict lower,
                                                              const ScanKey* __restrict upper, ScanKey* __restrict key,
-                                                             std::size_t size, ScanKey raise_lower,
-                                                             ScanKey raise_upper, ScanKey raise_top) {
+                                                             std::size_t size, ScanKey raise_lower, ScanKey raise_upper,
+                                                             ScanKey raise_top) {
   ScanKey lowest[kBlock];
   ScanKey block_of_lowest[kBlock] = {};
   std::fill(std::begin(lowest), std::end(lowest), kNever);
@@ -437,8 +437,8 @@ Bytes place_one_chunk(const Problem& problem, const std::vector<ItemInfo>& items
     std::size_t from = item.lower;
     Bytes bytes = item.size;
     for (const TailFree& tail : problem.storages[static_cast<std::size_t>(item.storage)].tail_frees) {
-      const auto step = static_cast<std::size_t>(
-          std::clamp<Step>(tail.step, static_cast<Step>(from), static_cast<Step>(item.upper)));
+      const auto step =
+          static_cast<std::size_t>(std::clamp<Step>(tail.step, static_cast<Step>(from), static_cast<Step>(item.upper)));
       if (from < step) picker.raise(from, step, align_up(lowest + bytes, alignment));
       from = step;
       bytes = std::min(bytes, tail.begin);
@@ -462,7 +462,7 @@ Placement detail::place_lowest_offset_first(const Problem& problem, const Lowest
   const auto steps = static_cast<std::size_t>(std::max<Step>(0, problem.step_count()));
 
   ScanningPicker scanning;
-  std::optional<LazyHeapPicker> lazy_heap;  // built when first needed: its tree spans every step
+  std::optional<LazyHeapPicker> lazy_heap;   // built when first needed: its tree spans every step
   std::vector<std::pair<Item, Item>> order;  // (rank, item) of the items for the current chunk
   std::vector<ItemInfo> items;               // the current allocator's objects live at some step
   std::vector<StorageId> loose;              // and those live at no step, or empty

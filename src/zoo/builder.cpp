@@ -20,8 +20,8 @@ Shape shape_of(std::initializer_list<std::int64_t> ne) {
 std::int64_t elements(const Shape& ne) { return ne[0] * ne[1] * ne[2] * ne[3]; }
 
 std::string shape_text(const Shape& ne) {
-  return "[" + std::to_string(ne[0]) + ", " + std::to_string(ne[1]) + ", " + std::to_string(ne[2]) +
-         ", " + std::to_string(ne[3]) + "]";
+  return "[" + std::to_string(ne[0]) + ", " + std::to_string(ne[1]) + ", " + std::to_string(ne[2]) + ", " +
+         std::to_string(ne[3]) + "]";
 }
 
 // ggml_can_repeat(small, big): every dimension of `big` is a multiple of `small`'s.
@@ -105,8 +105,8 @@ GraphBuilder::T GraphBuilder::compute(std::string name, Op op, DataType type, co
   return push(std::move(t), info);
 }
 
-GraphBuilder::T GraphBuilder::view_of(T a, std::string name, Op op, Bytes offset, const Shape& ne,
-                                      const Strides& nb, OpInfo info) {
+GraphBuilder::T GraphBuilder::view_of(T a, std::string name, Op op, Bytes offset, const Shape& ne, const Strides& nb,
+                                      OpInfo info) {
   Tensor t = graph_.new_view(std::move(name), op, a, offset, {ne[0], ne[1], ne[2], ne[3]});
   t.nb = nb;
   return push(std::move(t), info);
@@ -326,8 +326,8 @@ GraphBuilder::T GraphBuilder::soft_max_ext(T a, T mask) {
   if (mask != kNoTensor) {
     const Tensor& m = graph_[mask];
     const Tensor& x = graph_[a];
-    check((m.type == DataType::F16 || m.type == DataType::F32) && m.ne[0] == x.ne[0] &&
-              m.ne[1] >= x.ne[1] && x.ne[2] % m.ne[2] == 0 && x.ne[3] % m.ne[3] == 0,
+    check((m.type == DataType::F16 || m.type == DataType::F32) && m.ne[0] == x.ne[0] && m.ne[1] >= x.ne[1] &&
+              x.ne[2] % m.ne[2] == 0 && x.ne[3] % m.ne[3] == 0,
           "soft_max_ext", "mask " + describe(mask) + " does not fit " + describe(a));
   }
   return emit(scope, dup_op(a, Op::SoftMax, {a, mask}), call_of(BuilderFn::kSoftMaxExt, {a, mask}));
@@ -473,8 +473,8 @@ GraphBuilder::T GraphBuilder::cpy(T a, T dst) {
   const Scope scope(*this);
   check(nelements(a) == nelements(dst), "cpy", describe(a) + " into " + describe(dst));
   const T id = inplace_view(dst, Op::Cpy, {a, dst});
-  graph_[id].name = graph_[dst].name.empty() ? graph_[a].name + " (copy)"
-                                             : graph_[dst].name + " (copy of " + graph_[a].name + ")";
+  graph_[id].name =
+      graph_[dst].name.empty() ? graph_[a].name + " (copy)" : graph_[dst].name + " (copy of " + graph_[a].name + ")";
   return emit(scope, id, call_of(BuilderFn::kCpy, {a, dst}));
 }
 
@@ -507,13 +507,13 @@ GraphBuilder::T GraphBuilder::view_2d(T a, std::int64_t ne0, std::int64_t ne1, B
   nb[1] = nb1;
   nb[2] = nb[1] * static_cast<Bytes>(ne1);
   nb[3] = nb[2];
-  return emit(scope, view_of(a, graph_[a].name + " (view)", Op::View, offset, ne, nb),
-              call_of(BuilderFn::kView2d, {a},
-                      {ne0, ne1, static_cast<std::int64_t>(nb1), static_cast<std::int64_t>(offset)}));
+  return emit(
+      scope, view_of(a, graph_[a].name + " (view)", Op::View, offset, ne, nb),
+      call_of(BuilderFn::kView2d, {a}, {ne0, ne1, static_cast<std::int64_t>(nb1), static_cast<std::int64_t>(offset)}));
 }
 
-GraphBuilder::T GraphBuilder::view_3d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, Bytes nb1,
-                                      Bytes nb2, Bytes offset) {
+GraphBuilder::T GraphBuilder::view_3d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, Bytes nb1, Bytes nb2,
+                                      Bytes offset) {
   const Scope scope(*this);
   const Shape ne{ne0, ne1, ne2, 1};
   Strides nb = contiguous_strides(graph_[a].type, ne);
@@ -526,8 +526,8 @@ GraphBuilder::T GraphBuilder::view_3d(T a, std::int64_t ne0, std::int64_t ne1, s
                        static_cast<std::int64_t>(offset)}));
 }
 
-GraphBuilder::T GraphBuilder::view_4d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2,
-                                      std::int64_t ne3, Bytes nb1, Bytes nb2, Bytes nb3, Bytes offset) {
+GraphBuilder::T GraphBuilder::view_4d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, std::int64_t ne3,
+                                      Bytes nb1, Bytes nb2, Bytes nb3, Bytes offset) {
   const Scope scope(*this);
   const Shape ne{ne0, ne1, ne2, ne3};
   Strides nb = contiguous_strides(graph_[a].type, ne);
@@ -559,8 +559,7 @@ GraphBuilder::T GraphBuilder::reshape_3d(T a, std::int64_t ne0, std::int64_t ne1
   const Scope scope(*this);
   return emit(scope, reshape_to(a, {ne0, ne1, ne2, 1}), call_of(BuilderFn::kReshape3d, {a}, {ne0, ne1, ne2}));
 }
-GraphBuilder::T GraphBuilder::reshape_4d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2,
-                                         std::int64_t ne3) {
+GraphBuilder::T GraphBuilder::reshape_4d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, std::int64_t ne3) {
   const Scope scope(*this);
   return emit(scope, reshape_to(a, {ne0, ne1, ne2, ne3}), call_of(BuilderFn::kReshape4d, {a}, {ne0, ne1, ne2, ne3}));
 }
@@ -610,8 +609,8 @@ GraphBuilder::T GraphBuilder::transpose(T a) {
 
 // ---- convolution, pooling, images -------------------------------------------------------------
 
-GraphBuilder::T GraphBuilder::im2col(T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1,
-                                     bool is_2d, DataType dst_type) {
+GraphBuilder::T GraphBuilder::im2col(T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
+                                     DataType dst_type) {
   const Scope scope(*this);
   const Tensor& a = graph_[kernel];
   const Tensor& b = graph_[data];
@@ -637,8 +636,8 @@ GraphBuilder::T GraphBuilder::conv_1d(T kernel, T data, int s0, int p0, int d0) 
   const Shape cne = c.ne;
   const Shape kne = graph_[kernel].ne;
   // (sequenced: the order of tensor ids must not depend on the compiler)
-  const T cols_2d = reshape_2d(cols, cne[0], cne[2] * cne[1]);          // [N*OL, IC*K]
-  const T kernel_2d = reshape_2d(kernel, kne[0] * kne[1], kne[2]);      // [OC, IC*K]
+  const T cols_2d = reshape_2d(cols, cne[0], cne[2] * cne[1]);      // [N*OL, IC*K]
+  const T kernel_2d = reshape_2d(kernel, kne[0] * kne[1], kne[2]);  // [OC, IC*K]
   const T result = mul_mat(cols_2d, kernel_2d);
   return emit(scope, reshape_3d(result, cne[1], kne[2], cne[2]),  // [N, OC, OL]
               call_of(BuilderFn::kConv1d, {kernel, data}, {s0, p0, d0}));
@@ -655,7 +654,7 @@ GraphBuilder::T GraphBuilder::conv_im2col_2d(T kernel, T data, int s0, int s1, i
   const T cols = im2col(kernel, data, s0, s1, p0, p1, d0, d1, true, type);  // [N, OH, OW, IC*KH*KW]
   const Shape cne = graph_[cols].ne;
   const Shape kne = graph_[kernel].ne;
-  const T cols_2d = reshape_2d(cols, cne[0], cne[3] * cne[2] * cne[1]);   // [N*OH*OW, IC*KH*KW]
+  const T cols_2d = reshape_2d(cols, cne[0], cne[3] * cne[2] * cne[1]);      // [N*OH*OW, IC*KH*KW]
   const T kernel_2d = reshape_2d(kernel, kne[0] * kne[1] * kne[2], kne[3]);  // [OC, IC*KH*KW]
   const T result = mul_mat(cols_2d, kernel_2d);
   return reshape_4d(result, cne[1], cne[2], cne[3], kne[3]);  // [OC, N, OH, OW]
@@ -673,8 +672,7 @@ GraphBuilder::T GraphBuilder::conv_2d_direct(T kernel, T data, int s0, int s1, i
   const Tensor& a = graph_[kernel];
   const Tensor& b = graph_[data];
   check(a.ne[2] == b.ne[2], "conv_2d_direct", describe(kernel) + " does not fit " + describe(data));
-  const Shape ne{conv_out(b.ne[0], a.ne[0], s0, p0, d0), conv_out(b.ne[1], a.ne[1], s1, p1, d1), a.ne[3],
-                 b.ne[3]};
+  const Shape ne{conv_out(b.ne[0], a.ne[0], s0, p0, d0), conv_out(b.ne[1], a.ne[1], s1, p1, d1), a.ne[3], b.ne[3]};
   return emit(scope, compute({}, Op::Conv2d, DataType::F32, ne, {kernel, data}),
               call_of(BuilderFn::kConv2dDirect, {kernel, data}, {s0, s1, p0, p1, d0, d1}));
 }
@@ -683,10 +681,8 @@ GraphBuilder::T GraphBuilder::conv_2d_dw_direct(T kernel, T data, int s0, int s1
   const Scope scope(*this);
   const Tensor& a = graph_[kernel];
   const Tensor& b = graph_[data];
-  check(a.ne[2] == 1 && a.ne[3] == b.ne[2], "conv_2d_dw_direct",
-        describe(kernel) + " does not fit " + describe(data));
-  const Shape ne{conv_out(b.ne[0], a.ne[0], s0, p0, d0), conv_out(b.ne[1], a.ne[1], s1, p1, d1), b.ne[2],
-                 b.ne[3]};
+  check(a.ne[2] == 1 && a.ne[3] == b.ne[2], "conv_2d_dw_direct", describe(kernel) + " does not fit " + describe(data));
+  const Shape ne{conv_out(b.ne[0], a.ne[0], s0, p0, d0), conv_out(b.ne[1], a.ne[1], s1, p1, d1), b.ne[2], b.ne[3]};
   const DataType type = b.type;
   return emit(scope, compute({}, Op::Conv2dDw, type, ne, {kernel, data}),
               call_of(BuilderFn::kConv2dDwDirect, {kernel, data}, {s0, s1, p0, p1, d0, d1}));
@@ -853,8 +849,7 @@ Result<Graph> GraphBuilder::finish() {
     if (keep[i] && graph_.tensors[i].view_src != kNoTensor) {
       const auto root = static_cast<std::size_t>(graph_.tensors[i].view_src);
       if (!keep[root] && !(graph_.tensors[root].has_memory && graph_.tensors[root].op == Op::None)) {
-        return internal_error("zoo graph: " + describe(static_cast<T>(i)) + " views " +
-                              describe(static_cast<T>(root)) +
+        return internal_error("zoo graph: " + describe(static_cast<T>(i)) + " views " + describe(static_cast<T>(root)) +
                               ", which is neither in the graph nor existing memory");
       }
       keep[root] = 1;

@@ -125,10 +125,9 @@ class GraphBuilder {
   T view_tensor(T a);  // op NONE and no sources, as ggml_view_tensor
   T view_1d(T a, std::int64_t ne0, Bytes offset);
   T view_2d(T a, std::int64_t ne0, std::int64_t ne1, Bytes nb1, Bytes offset);
-  T view_3d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, Bytes nb1, Bytes nb2,
-            Bytes offset);
-  T view_4d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, std::int64_t ne3,
-            Bytes nb1, Bytes nb2, Bytes nb3, Bytes offset);
+  T view_3d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, Bytes nb1, Bytes nb2, Bytes offset);
+  T view_4d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2, std::int64_t ne3, Bytes nb1, Bytes nb2,
+            Bytes nb3, Bytes offset);
   T reshape_1d(T a, std::int64_t ne0);
   T reshape_2d(T a, std::int64_t ne0, std::int64_t ne1);
   T reshape_3d(T a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2);
@@ -138,8 +137,7 @@ class GraphBuilder {
   T transpose(T a);
 
   // ---- convolution, pooling, images -----------------------------------------------------
-  T im2col(T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
-           DataType dst_type);
+  T im2col(T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d, DataType dst_type);
   // ggml_conv_1d: im2col (f16) + mul_mat + reshape_3d.
   T conv_1d(T kernel, T data, int s0, int p0, int d0);
   T conv_1d_ph(T kernel, T data, int s, int d);  // half padding
@@ -211,8 +209,7 @@ class GraphBuilder {
   T compute(std::string name, Op op, DataType type, const Shape& ne, std::initializer_list<T> sources,
             OpInfo info = {});
   // A view of `a` (Graph::new_view: view_src is the root, offsets add up; src[0] = a).
-  T view_of(T a, std::string name, Op op, Bytes offset, const Shape& ne, const Strides& nb,
-            OpInfo info = {});
+  T view_of(T a, std::string name, Op op, Bytes offset, const Shape& ne, const Strides& nb, OpInfo info = {});
   // ggml_view_tensor(a) with an op and sources: the in-place ops, CPY, SET_ROWS.
   T inplace_view(T a, Op op, std::initializer_list<T> sources, OpInfo info = {});
   T dup_op(T a, Op op, std::initializer_list<T> sources, OpInfo info = {});  // ggml_dup_tensor(a) + op

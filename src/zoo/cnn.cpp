@@ -24,7 +24,8 @@ class Cnn {
   // conv (no bias) + folded batch norm
   T conv_bn(T x, const std::string& prefix, std::int64_t in, std::int64_t out, int k, int stride, int pad) {
     const T w = b_.weight(prefix + ".weight", DataType::F16, {k, k, in, out});
-    const T y = direct_ ? b_.conv_2d_direct(w, x, stride, stride, pad, pad) : b_.conv_2d(w, x, stride, stride, pad, pad);
+    const T y =
+        direct_ ? b_.conv_2d_direct(w, x, stride, stride, pad, pad) : b_.conv_2d(w, x, stride, stride, pad, pad);
     return batch_norm(y, prefix + ".bn", out);
   }
 
@@ -112,7 +113,7 @@ Result<Graph> build_mobilenet_v2(MobileNetConfig c, const Scaler& s, BuilderMirr
     std::int64_t t, c, n;
     int s;
   };
-  constexpr Stage kStages[] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+  constexpr Stage kStages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   auto ch = [&](std::int64_t n) { return s.width(n, 8); };
   if (!s.full()) {
@@ -157,7 +158,9 @@ void add_cnn_recipes(std::vector<Recipe>& out) {
   out.push_back({"cnn-mobilenetv2",
                  "MobileNetV2 1.0 at 224x224 (17 inverted residual blocks, 1000 classes): direct CONV_2D and "
                  "depthwise CONV_2D_DW, batch norm folded as MUL + ADD, ReLU6 as CLAMP views, residual adds",
-                 [](const Scaler& s, BuilderMirror* m) { return build_mobilenet_v2({224, 1000}, s, m); }});
+                 [](const Scaler& s, BuilderMirror* m) {
+                   return build_mobilenet_v2({224, 1000}, s, m);
+                 }});
 }
 
 }  // namespace galloc::zoo

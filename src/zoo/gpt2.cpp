@@ -108,8 +108,8 @@ Result<Graph> build_gpt2(const Gpt2Config& c, BuilderMirror* mirror) {
       // Q = Qcur.contiguous().view(n_embd/n_head, n_head, N).permute(0, 2, 1, 3)
       const T Q = b.permute(b.cpy(Qcur, b.new_tensor(DataType::F32, {n_embd / n_head, n_head, N})), 0, 2, 1, 3);
       // K = Kmem.view(n_embd/n_head, n_head, n_past + N).permute(0, 2, 1, 3)
-      const T K = b.permute(
-          b.reshape_3d(b.view_1d(memory_k, n_kv * n_embd, layer_base), n_embd / n_head, n_head, n_kv), 0, 2, 1, 3);
+      const T K = b.permute(b.reshape_3d(b.view_1d(memory_k, n_kv * n_embd, layer_base), n_embd / n_head, n_head, n_kv),
+                            0, 2, 1, 3);
       const T KQ = b.mul_mat(K, Q);
       const T KQ_scaled = b.scale_inplace(KQ);
       const T KQ_masked = b.diag_mask_inf_inplace(KQ_scaled);
@@ -146,8 +146,9 @@ Result<Graph> build_gpt2(const Gpt2Config& c, BuilderMirror* mirror) {
 }  // namespace
 
 void add_gpt2_recipes(std::vector<Recipe>& out) {
-  const std::string small = "GPT-2 small 117M (n_embd 768, 12 layers, 12 heads, ctx 1024, vocab 50257, f16 weights, f32 KV memory), "
-                            "as ggml's examples/gpt-2/main-ctx.cpp builds it, ";
+  const std::string small =
+      "GPT-2 small 117M (n_embd 768, 12 layers, 12 heads, ctx 1024, vocab 50257, f16 weights, f32 KV memory), "
+      "as ggml's examples/gpt-2/main-ctx.cpp builds it, ";
   Gpt2Config tg = kSmall;
   tg.n_tokens = 1;
   tg.n_past = kSmall.n_ctx - 1;

@@ -60,9 +60,7 @@ LlamaConfig scaled(LlamaConfig c, const Scaler& s) {
 
 std::int64_t pad_to(std::int64_t n, std::int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-std::string blk(std::int64_t il, const char* what) {
-  return "blk." + std::to_string(il) + "." + what + ".weight";
-}
+std::string blk(std::int64_t il, const char* what) { return "blk." + std::to_string(il) + "." + what + ".weight"; }
 
 class LlamaGraph {
  public:
@@ -89,8 +87,8 @@ class LlamaGraph {
     if (current_) {
       k_idxs_ = b_.input("inp_k_idxs", DataType::I64, {n_tokens});
       v_idxs_ = b_.input("inp_v_idxs", DataType::I64, {c_.flash_attn ? n_tokens : n_tokens * n_embd_gqa_});
-      kq_mask_ = b_.input("attn_inp_kq_mask", c_.flash_attn ? DataType::F16 : DataType::F32,
-                          {c_.n_ctx, n_tokens, 1, 1});
+      kq_mask_ =
+          b_.input("attn_inp_kq_mask", c_.flash_attn ? DataType::F16 : DataType::F32, {c_.n_ctx, n_tokens, 1, 1});
     } else {
       const T mask = b_.input("KQ_mask", DataType::F32, {c_.n_ctx, pad_to(n_tokens, kLegacyKqMaskPad)});
       kq_mask_ = c_.flash_attn ? b_.cast(mask, DataType::F16) : mask;
@@ -127,8 +125,10 @@ class LlamaGraph {
       // feed-forward network: build_ffn(LLM_FFN_SILU, LLM_FFN_PAR)
       cur = b_.rms_norm(ffn_inp);
       cur = b_.name(b_.mul(cur, b_.weight(blk(il, "ffn_norm"), DataType::F32, {c_.n_embd})), "ffn_norm", layer);
-      const T up = b_.name(b_.mul_mat(b_.weight(blk(il, "ffn_up"), kWeight, {c_.n_embd, c_.n_ff}), cur), "ffn_up", layer);
-      T gate = b_.name(b_.mul_mat(b_.weight(blk(il, "ffn_gate"), kWeight, {c_.n_embd, c_.n_ff}), cur), "ffn_gate", layer);
+      const T up =
+          b_.name(b_.mul_mat(b_.weight(blk(il, "ffn_up"), kWeight, {c_.n_embd, c_.n_ff}), cur), "ffn_up", layer);
+      T gate =
+          b_.name(b_.mul_mat(b_.weight(blk(il, "ffn_gate"), kWeight, {c_.n_embd, c_.n_ff}), cur), "ffn_gate", layer);
       if (current_) {
         cur = b_.name(b_.glu_split(gate, up, UnaryOp::kSilu), "ffn_swiglu", layer);
       } else {
@@ -167,14 +167,17 @@ class LlamaGraph {
     b_.expand(k_cur);
     b_.expand(v_cur);
     // store to the KV cache (RoPE-d K; V transposed unless flash attention)
-    const T k_cache_view = b_.view_1d(k_l, n_tokens * n_embd_gqa_, GraphBuilder::row_size(kCache, n_embd_gqa_) * static_cast<Bytes>(kv_head));
+    const T k_cache_view = b_.view_1d(k_l, n_tokens * n_embd_gqa_,
+                                      GraphBuilder::row_size(kCache, n_embd_gqa_) * static_cast<Bytes>(kv_head));
     b_.expand(b_.cpy(k_cur, k_cache_view));
     T v_src = b_.reshape_2d(v_cur, n_embd_gqa_, n_tokens);
     T v_cache_view;
     if (c_.flash_attn) {
-      v_cache_view = b_.view_1d(v_l, n_tokens * n_embd_gqa_, GraphBuilder::row_size(kCache, n_embd_gqa_) * static_cast<Bytes>(kv_head));
+      v_cache_view = b_.view_1d(v_l, n_tokens * n_embd_gqa_,
+                                GraphBuilder::row_size(kCache, n_embd_gqa_) * static_cast<Bytes>(kv_head));
     } else {
-      v_cache_view = b_.view_2d(v_l, n_tokens, n_embd_gqa_, esize * static_cast<Bytes>(n_ctx), esize * static_cast<Bytes>(kv_head));
+      v_cache_view = b_.view_2d(v_l, n_tokens, n_embd_gqa_, esize * static_cast<Bytes>(n_ctx),
+                                esize * static_cast<Bytes>(kv_head));
       v_src = b_.transpose(v_src);
     }
     b_.expand(b_.cpy(v_src, v_cache_view));
@@ -236,18 +239,18 @@ class LlamaGraph {
     const T k = b_.view_4d(k_l, head_dim_, c_.n_head_kv, n_kv, 1, GraphBuilder::row_size(kCache, head_dim_),
                            GraphBuilder::row_size(kCache, n_embd_gqa_),
                            GraphBuilder::row_size(kCache, n_embd_gqa_ * kv_size), 0);
-    const T v = c_.flash_attn
-                    ? b_.view_4d(v_l, head_dim_, c_.n_head_kv, n_kv, 1, GraphBuilder::row_size(kCache, head_dim_),
-                                 GraphBuilder::row_size(kCache, n_embd_gqa_),
-                                 GraphBuilder::row_size(kCache, n_embd_gqa_ * kv_size), 0)
-                    : b_.view_4d(v_l, n_kv, c_.n_head_kv, head_dim_, 1,
-                                 GraphBuilder::row_size(kCache, kv_size * head_dim_),
-                                 GraphBuilder::row_size(kCache, kv_size),
-                                 GraphBuilder::row_size(kCache, kv_size * n_embd_gqa_), 0);
+    const T v =
+        c_.flash_attn
+            ? b_.view_4d(v_l, head_dim_, c_.n_head_kv, n_kv, 1, GraphBuilder::row_size(kCache, head_dim_),
+                         GraphBuilder::row_size(kCache, n_embd_gqa_),
+                         GraphBuilder::row_size(kCache, n_embd_gqa_ * kv_size), 0)
+            : b_.view_4d(v_l, n_kv, c_.n_head_kv, head_dim_, 1, GraphBuilder::row_size(kCache, kv_size * head_dim_),
+                         GraphBuilder::row_size(kCache, kv_size), GraphBuilder::row_size(kCache, kv_size * n_embd_gqa_),
+                         0);
 
     // build_attn_mha
-    T q = b_.view_4d(q_cur, b_.ne(q_cur, 0), b_.ne(q_cur, 1), b_.ne(q_cur, 2), 1, b_.nb(q_cur, 1),
-                     b_.nb(q_cur, 2), b_.nb(q_cur, 3), 0);
+    T q = b_.view_4d(q_cur, b_.ne(q_cur, 0), b_.ne(q_cur, 1), b_.ne(q_cur, 2), 1, b_.nb(q_cur, 1), b_.nb(q_cur, 2),
+                     b_.nb(q_cur, 3), 0);
     q = b_.permute(q, 0, 2, 1, 3);
     const T kp = b_.permute(k, 0, 2, 1, 3);
     const T vp = b_.permute(v, 0, 2, 1, 3);
@@ -291,20 +294,20 @@ LlamaConfig with(LlamaConfig c, std::int64_t n_tokens, std::int64_t n_ctx, bool 
 }
 
 void add(std::vector<Recipe>& out, std::string name, std::string description, LlamaConfig config) {
-  out.push_back({std::move(name), std::move(description), [config](const Scaler& s, BuilderMirror* m) {
-                   return LlamaGraph(scaled(config, s), m).build();
-                 }});
+  out.push_back({std::move(name), std::move(description),
+                 [config](const Scaler& s, BuilderMirror* m) { return LlamaGraph(scaled(config, s), m).build(); }});
 }
 
 }  // namespace
 
 void add_llama_recipes(std::vector<Recipe>& out) {
-  const std::string llama7b = "LLaMA 7B (n_embd 4096, 32 layers, 32 heads, ffn 11008, vocab 32000, q4_0 weights, f16 KV cache)";
-  const std::string llama3 = "Llama 3 8B (n_embd 4096, 32 layers, 32 heads / 8 KV heads (GQA), ffn 14336, vocab 128256, q4_0, f16 KV cache)";
+  const std::string llama7b =
+      "LLaMA 7B (n_embd 4096, 32 layers, 32 heads, ffn 11008, vocab 32000, q4_0 weights, f16 KV cache)";
+  const std::string llama3 =
+      "Llama 3 8B (n_embd 4096, 32 layers, 32 heads / 8 KV heads (GQA), ffn 14336, vocab 128256, q4_0, f16 KV cache)";
   const std::string legacy = "; llama.cpp early 2025: ggml_cpy into 1-D cache views, silu + mul FFN";
   const std::string current = "; llama.cpp 2025-26: ggml_set_rows into the cache, swiglu FFN";
-  add(out, "llama-7b-pp512", llama7b + ", prompt processing of 512 tokens with a 512-cell cache" + legacy,
-      kLlama7b);
+  add(out, "llama-7b-pp512", llama7b + ", prompt processing of 512 tokens with a 512-cell cache" + legacy, kLlama7b);
   add(out, "llama-7b-pp2048", llama7b + ", one 2048-token micro-batch with a 2048-cell cache" + legacy,
       with(kLlama7b, 2048, 2048, false));
   add(out, "llama-7b-tg1-kv4096", llama7b + ", generation of one token against a full 4096-cell cache" + legacy,
@@ -319,7 +322,8 @@ void add_llama_recipes(std::vector<Recipe>& out) {
       with(kLlama3_8b, 1, 8192, false));
   add(out, "llama-tinyllama-pp512",
       "TinyLlama 1.1B (n_embd 2048, 22 layers, 32 heads / 4 KV heads, ffn 5632, vocab 32000, q4_0), "
-      "prompt processing of 512 tokens" + current,
+      "prompt processing of 512 tokens" +
+          current,
       kTinyLlama);
 }
 

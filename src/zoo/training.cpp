@@ -135,16 +135,13 @@ class Backward {
       case Op::Unary:
         if (!needs(s0)) return Status::ok();
         switch (b_.unary_op(id)) {
-          case UnaryOp::kSilu:
-            add_or_set(s0, b_.silu_back(grad, s0));
-            return Status::ok();
+          case UnaryOp::kSilu: add_or_set(s0, b_.silu_back(grad, s0)); return Status::ok();
           case UnaryOp::kRelu: {
             const T step = b_.unary(s0, UnaryOp::kStep);
             add_or_set(s0, b_.mul(step, grad));
             return Status::ok();
           }
-          default:
-            break;
+          default: break;
         }
         break;
       case Op::SoftMax:
@@ -179,8 +176,7 @@ class Backward {
       case Op::CrossEntropyLoss:
         if (needs(s0)) add_or_set(s0, b_.cross_entropy_loss_back(grad, s0, s1));
         return Status::ok();
-      default:
-        break;
+      default: break;
     }
     return internal_error("zoo training graph: no backward rule for " + std::string(op_name(op)) + " (" +
                           b_.at(id).name + ")");
@@ -318,12 +314,16 @@ void add_training_recipes(std::vector<Recipe>& out) {
                  "MNIST MLP training step (784 -> 500 ReLU -> 10, batch 500) as ggml's examples/mnist with "
                  "ggml-opt: forward, cross-entropy loss, backward (OUT_PROD, MUL_MAT of a transposed weight, "
                  "REPEAT_BACK, ReLU as STEP * grad), one OPT_STEP_ADAMW per parameter",
-                 [](const Scaler& s, BuilderMirror* m) { return build_mlp({784, 500, 10, 500}, s, m); }});
+                 [](const Scaler& s, BuilderMirror* m) {
+                   return build_mlp({784, 500, 10, 500}, s, m);
+                 }});
   out.push_back({"training-llama-2l",
                  "Training step of a 2-layer llama-style transformer (n_embd 512, 8 heads, ffn 1536, vocab 8192, "
                  "256 tokens, f32 parameters): forward, cross-entropy loss, backward (OUT_PROD of transposed "
                  "views, SOFT_MAX_BACK, RMS_NORM_BACK, SILU_BACK, ROPE_BACK, GET_ROWS_BACK), AdamW steps",
-                 [](const Scaler& s, BuilderMirror* m) { return build_transformer({8192, 512, 8, 1536, 2, 256}, s, m); }});
+                 [](const Scaler& s, BuilderMirror* m) {
+                   return build_transformer({8192, 512, 8, 1536, 2, 256}, s, m);
+                 }});
 }
 
 }  // namespace galloc::zoo

@@ -228,8 +228,8 @@ class UnetGraph {
     const T x_in = x;
     x = group_norm(x, prefix + ".norm", channels);
     x = conv(x, prefix + ".proj_in", channels, channels, 1, 1, 0);
-    x = b_.cont(b_.permute(x, 1, 2, 0, 3));        // [N, h, w, C]
-    x = b_.reshape_3d(x, channels, w * h, 1);      // [N, h * w, C]
+    x = b_.cont(b_.permute(x, 1, 2, 0, 3));    // [N, h, w, C]
+    x = b_.reshape_3d(x, channels, w * h, 1);  // [N, h * w, C]
     // the transformer block (depth 1)
     const std::string block = prefix + ".transformer_blocks.0";
     T r = x;
@@ -244,8 +244,8 @@ class UnetGraph {
     x = layer_norm(x, block + ".norm3", channels);
     x = feed_forward(x, block + ".ff", channels);
     x = b_.add(x, r);
-    x = b_.reshape_4d(x, channels, w, h, 1);        // [N, h, w, C]
-    x = b_.cont(b_.permute(x, 2, 0, 1, 3));        // [N, C, h, w]
+    x = b_.reshape_4d(x, channels, w, h, 1);  // [N, h, w, C]
+    x = b_.cont(b_.permute(x, 2, 0, 1, 3));   // [N, C, h, w]
     x = conv(x, prefix + ".proj_out", channels, channels, 1, 1, 0);
     return b_.add(x, x_in);
   }

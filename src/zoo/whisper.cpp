@@ -51,14 +51,10 @@ WhisperConfig scaled(WhisperConfig c, const Scaler& s) {
 
 std::int64_t pad_to(std::int64_t n, std::int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-std::string enc(std::int64_t il, const char* what) {
-  return "encoder.blocks." + std::to_string(il) + "." + what;
-}
-std::string dec(std::int64_t il, const char* what) {
-  return "decoder.blocks." + std::to_string(il) + "." + what;
-}
+std::string enc(std::int64_t il, const char* what) { return "encoder.blocks." + std::to_string(il) + "." + what; }
+std::string dec(std::int64_t il, const char* what) { return "decoder.blocks." + std::to_string(il) + "." + what; }
 
-constexpr DataType kW = DataType::F16;     // wtype of an f16 model
+constexpr DataType kW = DataType::F16;      // wtype of an f16 model
 constexpr DataType kItype = DataType::F16;  // wctx.itype: K/V copies and caches
 
 // cur = ln_w*norm(cur) + ln_b
@@ -207,21 +203,20 @@ Result<Graph> build_decoder(const WhisperConfig& c, BuilderMirror* mirror) {
       Vcur = b.transpose(b.reshape_2d(Vcur, n_state, n_tokens));
       const T k = b.view_1d(kv_self_k, n_tokens * n_state,
                             esize * static_cast<Bytes>(n_state) * static_cast<Bytes>(il * n_ctx + kv_head));
-      const T v = b.view_2d(kv_self_v, n_tokens, n_state, esize * static_cast<Bytes>(n_ctx),
-                            static_cast<Bytes>(il * n_ctx) * esize * static_cast<Bytes>(n_state) +
-                                static_cast<Bytes>(kv_head) * esize);
+      const T v = b.view_2d(
+          kv_self_v, n_tokens, n_state, esize * static_cast<Bytes>(n_ctx),
+          static_cast<Bytes>(il * n_ctx) * esize * static_cast<Bytes>(n_state) + static_cast<Bytes>(kv_head) * esize);
       b.expand(b.cpy(Kcur, k));
       b.expand(b.cpy(Vcur, v));
     }
     const T Q = b.permute(b.reshape_3d(Qcur, n_state_head, n_head, n_tokens), 0, 2, 1, 3);
     const T K = b.view_3d(kv_self_k, n_state_head, n_kv, n_head, esize * static_cast<Bytes>(n_state),
-                          esize * static_cast<Bytes>(n_state_head),
-                          esize * static_cast<Bytes>(n_state * n_ctx * il));
+                          esize * static_cast<Bytes>(n_state_head), esize * static_cast<Bytes>(n_state * n_ctx * il));
     const T KQ = b.mul_mat(K, Q);
     const T KQ_soft_max = b.soft_max_ext(KQ, KQ_mask);
-    const T V = b.view_3d(kv_self_v, n_kv, n_state_head, n_head, esize * static_cast<Bytes>(n_ctx),
-                          esize * static_cast<Bytes>(n_ctx * n_state_head),
-                          esize * static_cast<Bytes>(n_ctx * n_state * il));
+    const T V =
+        b.view_3d(kv_self_v, n_kv, n_state_head, n_head, esize * static_cast<Bytes>(n_ctx),
+                  esize * static_cast<Bytes>(n_ctx * n_state_head), esize * static_cast<Bytes>(n_ctx * n_state * il));
     T KQV = b.mul_mat(V, KQ_soft_max);
     T KQV_merged = b.permute(KQV, 0, 2, 1, 3);
     cur = b.cpy(KQV_merged, b.new_tensor(DataType::F32, {n_state, n_tokens}));
@@ -232,9 +227,9 @@ Result<Graph> build_decoder(const WhisperConfig& c, BuilderMirror* mirror) {
     cur = layer_norm(b, inpCA, p + "cross_attn_ln", n_state);
     Qcur = linear(b, cur, p + "cross_attn.query", n_state, n_state);
     const T Qc = b.permute(b.reshape_3d(Qcur, n_state_head, n_head, n_tokens), 0, 2, 1, 3);
-    const T Kcross = b.view_3d(kv_cross_k, n_state_head, n_audio_ctx, n_head, esize * static_cast<Bytes>(n_state),
-                               esize * static_cast<Bytes>(n_state_head),
-                               esize * static_cast<Bytes>(n_state * n_audio_ctx * il));
+    const T Kcross =
+        b.view_3d(kv_cross_k, n_state_head, n_audio_ctx, n_head, esize * static_cast<Bytes>(n_state),
+                  esize * static_cast<Bytes>(n_state_head), esize * static_cast<Bytes>(n_state * n_audio_ctx * il));
     const T Vcross = b.view_3d(kv_cross_v, n_audio_ctx, n_state_head, n_head, esize * static_cast<Bytes>(n_audio_ctx),
                                esize * static_cast<Bytes>(n_audio_ctx * n_state_head),
                                esize * static_cast<Bytes>(n_audio_ctx * n_state * il));
@@ -275,8 +270,8 @@ void add_whisper_recipes(std::vector<Recipe>& out) {
       ": decoder worst case (448 tokens, 512-cell self-attention cache written with ggml_cpy, "
       "cross-attention against the 1500-frame cross KV), as whisper.cpp reserves it";
   add(out, "whisper-base-encoder", base + encoder, kBase, build_encoder);
-  add(out, "whisper-base-cross", base + ": the cross-attention K/V precompute (whisper_build_graph_cross)",
-      kBase, build_cross);
+  add(out, "whisper-base-cross", base + ": the cross-attention K/V precompute (whisper_build_graph_cross)", kBase,
+      build_cross);
   add(out, "whisper-base-decoder", base + decoder, kBase, build_decoder);
   add(out, "whisper-large-encoder", large + encoder, kLarge, build_encoder);
   add(out, "whisper-large-decoder", large + decoder, kLarge, build_decoder);

@@ -3,12 +3,12 @@
 // (packages_test.sh runs it where ggml-impl.h declares the function).
 #include <stdio.h>
 
-#include "ggml.h"
 #include "ggml-impl.h"
+#include "ggml.h"
 
 int main(void) {
-    for (int op = 0; op < GGML_OP_COUNT; ++op) {
-        printf("%s %d\n", ggml_op_name((enum ggml_op) op), ggml_op_can_inplace((enum ggml_op) op) ? 1 : 0);
-    }
-    return 0;
+  for (int op = 0; op < GGML_OP_COUNT; ++op) {
+    printf("%s %d\n", ggml_op_name((enum ggml_op)op), ggml_op_can_inplace((enum ggml_op)op) ? 1 : 0);
+  }
+  return 0;
 }

@@ -7,17 +7,16 @@
 static int failures = 0;
 static int checks = 0;
 
-#define CHECK(cond)                                                       \
-  do {                                                                    \
-    ++checks;                                                             \
-    if (!(cond)) {                                                        \
-      ++failures;                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              galloc_last_error());                                       \
-    }                                                                     \
+#define CHECK(cond)                                                                                                  \
+  do {                                                                                                               \
+    ++checks;                                                                                                        \
+    if (!(cond)) {                                                                                                   \
+      ++failures;                                                                                                    \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, galloc_last_error()); \
+    }                                                                                                                \
   } while (0)
 
-static galloc_tensor_desc vector_desc(const char * name, int64_t n, const char * op) {
+static galloc_tensor_desc vector_desc(const char* name, int64_t n, const char* op) {
   galloc_tensor_desc d = galloc_tensor_desc_default();
   d.name = name;
   d.ne[0] = n;
@@ -28,9 +27,9 @@ static galloc_tensor_desc vector_desc(const char * name, int64_t n, const char *
 /* x (input) -> y = scale(x) -> z = add(y, x) (output): z cannot reuse x or y in place here
  * because x has two users; y can be reused by z. */
 static void test_plan_and_alloc(void) {
-  galloc_buffer_type * cpu = galloc_buffer_type_new_cpu(64, 0);
+  galloc_buffer_type* cpu = galloc_buffer_type_new_cpu(64, 0);
   CHECK(cpu != NULL);
-  galloc_graph * g = galloc_graph_new();
+  galloc_graph* g = galloc_graph_new();
   CHECK(g != NULL);
 
   int32_t x = -1, y = -1, z = -1;
@@ -50,7 +49,7 @@ static void test_plan_and_alloc(void) {
   CHECK(galloc_graph_counts(g, &n_tensors, &n_nodes, &n_leafs) == GALLOC_OK);
   CHECK(n_tensors == 3 && n_nodes == 2 && n_leafs == 1);
 
-  galloc_allocator * a = NULL;
+  galloc_allocator* a = NULL;
   CHECK(galloc_allocator_new(&cpu, 1, "ggml", &a) == GALLOC_OK);
   size_t measured = 0;
   CHECK(galloc_allocator_measure(a, g, NULL, NULL, &measured) == GALLOC_OK);
@@ -61,7 +60,7 @@ static void test_plan_and_alloc(void) {
   CHECK(galloc_allocator_buffer_size(a, 0, &size) == GALLOC_OK);
   CHECK(size == measured);
 
-  void * px = NULL, * py = NULL, * pz = NULL;
+  void *px = NULL, *py = NULL, *pz = NULL;
   CHECK(galloc_graph_tensor_data(g, x, &px) == GALLOC_OK);
   CHECK(galloc_graph_tensor_data(g, y, &py) == GALLOC_OK);
   CHECK(galloc_graph_tensor_data(g, z, &pz) == GALLOC_OK);
@@ -83,12 +82,12 @@ static void test_plan_and_alloc(void) {
 }
 
 static void test_errors(void) {
-  galloc_buffer_type * null_type = galloc_buffer_type_new_null(8, 0, 0);
+  galloc_buffer_type* null_type = galloc_buffer_type_new_null(8, 0, 0);
   CHECK(null_type != NULL);
   CHECK(galloc_buffer_type_new_cpu(3, 0) == NULL);
   CHECK(strstr(galloc_last_error(), "power of two") != NULL);
 
-  galloc_allocator * a = NULL;
+  galloc_allocator* a = NULL;
   CHECK(galloc_allocator_new(NULL, 1, NULL, &a) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(galloc_allocator_new(&null_type, 0, NULL, &a) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(galloc_allocator_new(&null_type, 1, "no-such-strategy", &a) == GALLOC_ERROR_INVALID_ARGUMENT);
@@ -96,7 +95,7 @@ static void test_errors(void) {
   CHECK(a == NULL);
   CHECK(galloc_allocator_new(&null_type, 1, NULL, &a) == GALLOC_OK);
 
-  galloc_graph * g = galloc_graph_new();
+  galloc_graph* g = galloc_graph_new();
   galloc_tensor_desc d = vector_desc("bad", 4, "NO_SUCH_OP");
   CHECK(galloc_graph_add_node(g, &d, NULL) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(strstr(galloc_last_error(), "NO_SUCH_OP") != NULL);
@@ -120,7 +119,7 @@ static void test_errors(void) {
   CHECK(galloc_allocator_buffer_size(a, 5, &size) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(galloc_allocator_buffer_size(a, -1, &size) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(galloc_allocator_tensor_placement(a, 0, NULL, NULL, NULL) == GALLOC_ERROR_FAILED_PRECONDITION);
-  void * data = NULL;
+  void* data = NULL;
   CHECK(galloc_graph_tensor_data(g, 99, &data) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(galloc_graph_counts(NULL, NULL, NULL, NULL) == GALLOC_ERROR_INVALID_ARGUMENT);
   CHECK(strcmp(galloc_status_name(GALLOC_ERROR_OUT_OF_MEMORY), "out of memory") == 0);
@@ -136,10 +135,10 @@ static void test_errors(void) {
 
 /* A buffer type that fails its first allocation: reserve fails, then works. */
 static void test_failed_allocation_keeps_allocator_usable(void) {
-  galloc_buffer_type * flaky = galloc_buffer_type_new_null(8, 0, 1);
-  galloc_allocator * a = NULL;
+  galloc_buffer_type* flaky = galloc_buffer_type_new_null(8, 0, 1);
+  galloc_allocator* a = NULL;
   CHECK(galloc_allocator_new(&flaky, 1, NULL, &a) == GALLOC_OK);
-  galloc_graph * g = galloc_graph_new();
+  galloc_graph* g = galloc_graph_new();
   galloc_tensor_desc d = vector_desc("x", 16, "NONE");
   d.flags = GALLOC_FLAG_INPUT | GALLOC_FLAG_OUTPUT;
   CHECK(galloc_graph_add_leaf(g, &d, NULL) == GALLOC_OK);

@@ -8,8 +8,8 @@
 
 #include "galloc/graph_allocator.hpp"
 #include "galloc/plan.hpp"
-#include "galloc/zoo.hpp"
 #include "galloc/validator.hpp"
+#include "galloc/zoo.hpp"
 #include "ggml_bridge.hpp"
 #include "support/random_graph.hpp"
 
@@ -61,9 +61,9 @@ Comparison compare_with_stock(const testing::RandomCase& c) {
     const ggml_bridge::StockTensor& theirs = stock.tensors[t];
     const int our_type = ours.planned() ? c.buffer_type_of_id[static_cast<std::size_t>(ours.buffer)] : -1;
     if (our_type != theirs.type || (ours.planned() && (ours.chunk != theirs.chunk || ours.offset != theirs.offset))) {
-      diff << where(c) << ": " << describe_tensor(c.graph, static_cast<TensorId>(t)) << ": galloc type "
-           << our_type << " chunk " << ours.chunk << " offset " << ours.offset << ", stock type " << theirs.type
-           << " chunk " << theirs.chunk << " offset " << theirs.offset << "\n";
+      diff << where(c) << ": " << describe_tensor(c.graph, static_cast<TensorId>(t)) << ": galloc type " << our_type
+           << " chunk " << ours.chunk << " offset " << ours.offset << ", stock type " << theirs.type << " chunk "
+           << theirs.chunk << " offset " << theirs.offset << "\n";
       out.mismatch = diff.str();
       return out;
     }
@@ -117,9 +117,10 @@ TEST(DifferentialUpstream, RandomGraphsMatchStockGgmlAlloc) {
     for (const auto& spec : c.types) chunked += spec.max_size != kUnlimited ? 1 : 0;
     multi += c.buffer_type_of_id.size() > 1 ? 1 : 0;
   }
-  std::printf("random graphs: %zu identical to stock, %zu needed stock's 16th chunk (not compared), "
-              "%zu buffer types with a max size, %zu cases with several buffer ids\n",
-              compared, skipped, chunked, multi);
+  std::printf(
+      "random graphs: %zu identical to stock, %zu needed stock's 16th chunk (not compared), "
+      "%zu buffer types with a max size, %zu cases with several buffer ids\n",
+      compared, skipped, chunked, multi);
   for (std::size_t i = 0; i < std::min<std::size_t>(mismatches.size(), 5); ++i) ADD_FAILURE() << mismatches[i];
   EXPECT_TRUE(mismatches.empty()) << mismatches.size() << " of " << kRandomCases << " cases differ";
   // The generator must exercise what it claims to.
@@ -157,7 +158,8 @@ TEST(DifferentialUpstream, ZooGraphsMatchStockGgmlAlloc) {
       } else {
         c.types = {{32, kUnlimited, 0}, {64, 64u << 20, 0}};
         c.buffer_type_of_id = {0, 1};
-        for (std::size_t i = 0; i < c.graph.nodes.size(); ++i) c.node_buffer_ids.push_back(i * 2 < c.graph.nodes.size() ? 0 : 1);
+        for (std::size_t i = 0; i < c.graph.nodes.size(); ++i)
+          c.node_buffer_ids.push_back(i * 2 < c.graph.nodes.size() ? 0 : 1);
         c.leaf_buffer_ids.assign(c.graph.leafs.size(), 0);
       }
       const Comparison result = compare_with_stock(c);

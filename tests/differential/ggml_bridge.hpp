@@ -21,12 +21,12 @@ struct StockTensor {
 };
 
 struct StockResult {
-  bool ok = false;                 // reserve and alloc_graph both returned true
-  std::string error;               // why the case could not run (an op this ggml lacks)
-  std::vector<StockTensor> tensors;                 // per galloc tensor id
-  std::vector<std::size_t> buffer_sizes;            // ggml_gallocr_get_buffer_size per id
-  std::vector<std::vector<std::size_t>> chunk_sizes;// per distinct type: sizes of its buffers
-  std::vector<std::size_t> measured_sizes;          // reserve_n_size per id (upstream only)
+  bool ok = false;                                    // reserve and alloc_graph both returned true
+  std::string error;                                  // why the case could not run (an op this ggml lacks)
+  std::vector<StockTensor> tensors;                   // per galloc tensor id
+  std::vector<std::size_t> buffer_sizes;              // ggml_gallocr_get_buffer_size per id
+  std::vector<std::vector<std::size_t>> chunk_sizes;  // per distinct type: sizes of its buffers
+  std::vector<std::size_t> measured_sizes;            // reserve_n_size per id (upstream only)
 };
 
 // True when this ggml has the _size API (upstream) — the seed version does not.

@@ -17,11 +17,13 @@ namespace {
 
 bool seed_inplace_differs(Op op) {
   switch (op) {
-    case Op::Fill: case Op::AddId: case Op::RopeBack: case Op::SiluBack: case Op::RmsNormBack:
-    case Op::SoftMaxBack:
-      return true;
-    default:
-      return false;
+    case Op::Fill:
+    case Op::AddId:
+    case Op::RopeBack:
+    case Op::SiluBack:
+    case Op::RmsNormBack:
+    case Op::SoftMaxBack: return true;
+    default: return false;
   }
 }
 

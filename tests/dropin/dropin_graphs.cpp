@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "layout_hash.hpp"
-#include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml-impl.h"  // struct ggml_cgraph (leafs)
 #include "ggml.h"
+#include "layout_hash.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -37,12 +37,18 @@ using namespace galloc::dropin_test;
 
 // ------------------------------------------------------------------ reporting
 
-void exact(const std::string& key, const std::string& value) { std::printf("exact %s %s\n", key.c_str(), value.c_str()); }
+void exact(const std::string& key, const std::string& value) {
+  std::printf("exact %s %s\n", key.c_str(), value.c_str());
+}
 void exact(const std::string& key, std::uint64_t value) { exact(key, std::to_string(value)); }
-void size_line(const std::string& key, std::uint64_t value) { std::printf("size %s %" PRIu64 "\n", key.c_str(), value); }
+void size_line(const std::string& key, std::uint64_t value) {
+  std::printf("size %s %" PRIu64 "\n", key.c_str(), value);
+}
 void info(const std::string& key, const std::string& value) { std::printf("info %s %s\n", key.c_str(), value.c_str()); }
 // where the allocator put every tensor: the same as stock with GALLOC_STRATEGY=ggml
-void layout(const std::string& key, const std::string& value) { std::printf("layout %s %s\n", key.c_str(), value.c_str()); }
+void layout(const std::string& key, const std::string& value) {
+  std::printf("layout %s %s\n", key.c_str(), value.c_str());
+}
 
 // Hash of a tensor's bytes, read through the backend; also checks the values are finite.
 std::string tensor_hash(const ggml_tensor* t) {
@@ -132,7 +138,9 @@ ggml_backend_buffer_t small_alloc(ggml_backend_buffer_type_t buft, size_t size) 
   small_of(buft)->live.push_back(buffer);
   return buffer;
 }
-size_t small_alignment(ggml_backend_buffer_type_t) { return ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type()); }
+size_t small_alignment(ggml_backend_buffer_type_t) {
+  return ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type());
+}
 size_t small_max_size(ggml_backend_buffer_type_t buft) { return small_of(buft)->max_size; }
 size_t small_alloc_size(ggml_backend_buffer_type_t buft, const ggml_tensor* t) {
   const size_t n = ggml_nbytes(t);
@@ -279,20 +287,22 @@ LlamaGraph build_llama(const LlamaWeights& w, int n_tokens, int n_past) {
     ggml_build_forward_expand(g.gf, ggml_set_rows(c, L.cache_k, k2, g.kv_idx));
     ggml_build_forward_expand(g.gf, ggml_set_rows(c, L.cache_v, v, g.kv_idx));
 #else
-    ggml_build_forward_expand(g.gf, ggml_cpy(c, k2, ggml_view_2d(c, L.cache_k, cfg.n_embd, n_tokens, L.cache_k->nb[1],
-                                                                  static_cast<size_t>(n_past) * L.cache_k->nb[1])));
-    ggml_build_forward_expand(g.gf, ggml_cpy(c, v, ggml_view_2d(c, L.cache_v, cfg.n_embd, n_tokens, L.cache_v->nb[1],
-                                                                 static_cast<size_t>(n_past) * L.cache_v->nb[1])));
+    ggml_build_forward_expand(g.gf, ggml_cpy(c, k2,
+                                             ggml_view_2d(c, L.cache_k, cfg.n_embd, n_tokens, L.cache_k->nb[1],
+                                                          static_cast<size_t>(n_past) * L.cache_k->nb[1])));
+    ggml_build_forward_expand(g.gf, ggml_cpy(c, v,
+                                             ggml_view_2d(c, L.cache_v, cfg.n_embd, n_tokens, L.cache_v->nb[1],
+                                                          static_cast<size_t>(n_past) * L.cache_v->nb[1])));
 #endif
     ggml_tensor* kc = ggml_view_3d(c, L.cache_k, head_dim, n_kv, cfg.n_head, L.cache_k->nb[1],
                                    static_cast<size_t>(head_dim) * ggml_element_size(L.cache_k), 0);
     ggml_tensor* vc = ggml_view_3d(c, L.cache_v, head_dim, n_kv, cfg.n_head, L.cache_v->nb[1],
                                    static_cast<size_t>(head_dim) * ggml_element_size(L.cache_v), 0);
     ggml_tensor* qp = ggml_permute(c, q, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
-    ggml_tensor* kq = ggml_mul_mat(c, kc, qp);          // [n_kv, n_tokens, n_head]
+    ggml_tensor* kq = ggml_mul_mat(c, kc, qp);         // [n_kv, n_tokens, n_head]
     kq = ggml_soft_max_ext(c, kq, g.mask, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f);
     ggml_tensor* vt = ggml_cont(c, ggml_permute(c, vc, 1, 0, 2, 3));  // [n_kv, head_dim, n_head]
-    ggml_tensor* kqv = ggml_mul_mat(c, vt, kq);                      // [head_dim, n_tokens, n_head]
+    ggml_tensor* kqv = ggml_mul_mat(c, vt, kq);                       // [head_dim, n_tokens, n_head]
     cur = ggml_cont_2d(c, ggml_permute(c, kqv, 0, 2, 1, 3), cfg.n_embd, n_tokens);
     cur = ggml_mul_mat(c, L.wo, cur);
     x = ggml_add(c, x, cur);
@@ -417,7 +427,8 @@ void whisper_case() {
   ggml_tensor* conv2_b = ggml_new_tensor_2d(wc, GGML_TYPE_F32, 1, n_state);
   ggml_tensor* pos_emb = ggml_new_tensor_2d(wc, GGML_TYPE_F32, n_state, n_ctx);
   struct Layer {
-    ggml_tensor *ln_w, *ln_b, *q_w, *q_b, *k_w, *v_w, *v_b, *o_w, *o_b, *mlp_ln_w, *mlp_ln_b, *fc1, *fc1_b, *fc2, *fc2_b;
+    ggml_tensor *ln_w, *ln_b, *q_w, *q_b, *k_w, *v_w, *v_b, *o_w, *o_b, *mlp_ln_w, *mlp_ln_b, *fc1, *fc1_b, *fc2,
+        *fc2_b;
   };
   std::vector<Layer> layers;
   for (int l = 0; l < n_layer; ++l) {
@@ -714,7 +725,8 @@ void multi_buffer_case() {
     fill(in, rng, 1.0f);
     compute(gf);
     exact(key + ".out", tensor_hash(out));
-    for (int id = 0; id < 3; ++id) size_line(key + ".buffer" + std::to_string(id), ggml_gallocr_get_buffer_size(galloc, id));
+    for (int id = 0; id < 3; ++id)
+      size_line(key + ".buffer" + std::to_string(id), ggml_gallocr_get_buffer_size(galloc, id));
     layout(key + ".chunks", small_chunks(small));
     layout(key + ".layout", layout_hash(gf));
     ggml_free(c);
@@ -751,13 +763,15 @@ void context_case() {
   std::string placed;
   for (ggml_tensor* t : ts) placed += t->data != nullptr || ggml_nbytes(t) == 0 ? "1" : "0";
   exact("context.placed", placed);
-  exact("context.view_offset", static_cast<std::uint64_t>(static_cast<char*>(view->data) - static_cast<char*>(ts[1]->data)));
+  exact("context.view_offset",
+        static_cast<std::uint64_t>(static_cast<char*>(view->data) - static_cast<char*>(ts[1]->data)));
   Rng rng(9);
   fill(ts[1], rng, 1.0f);
   exact("context.view_data", tensor_hash(view));
   ggml_backend_buffer_free(buf);
   // everything allocated already: NULL
-  exact("context.again_is_null", ggml_backend_alloc_ctx_tensors_from_buft(c, &small.buft) == nullptr ? "true" : "false");
+  exact("context.again_is_null",
+        ggml_backend_alloc_ctx_tensors_from_buft(c, &small.buft) == nullptr ? "true" : "false");
   ggml_free(c);
 
   // ggml_tallocr

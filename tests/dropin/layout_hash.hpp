@@ -27,7 +27,8 @@ inline std::string layout_hash(ggml_cgraph* gf) {
     }
     auto it = std::find(seen.begin(), seen.end(), t->buffer);
     if (it == seen.end()) it = seen.insert(seen.end(), t->buffer);
-    const auto offset = static_cast<const char*>(t->data) - static_cast<const char*>(ggml_backend_buffer_get_base(t->buffer));
+    const auto offset =
+        static_cast<const char*>(t->data) - static_cast<const char*>(ggml_backend_buffer_get_base(t->buffer));
     text += std::to_string(it - seen.begin()) + ":" + std::to_string(offset) + ";";
   };
   for (int i = 0; i < gf->n_leafs; ++i) add(gf->leafs[i]);

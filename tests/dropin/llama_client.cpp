@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "test_support.hpp"
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "llama.h"
+#include "test_support.hpp"
 
 extern "C" size_t __real_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
 
@@ -127,7 +127,8 @@ void run(llama_model* model, const char* label, bool flash_attn) {
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) fail("llama_init_from_model");
   const std::string key = std::string("llama_cpp.") + label;
-  for (const auto& [backend, size] : compute_sizes()) std::printf("size %s.reserved.%s %zu\n", key.c_str(), backend.c_str(), size);
+  for (const auto& [backend, size] : compute_sizes())
+    std::printf("size %s.reserved.%s %zu\n", key.c_str(), backend.c_str(), size);
 
   llama_batch batch = llama_batch_init(32, 0, 1);
   int n_past = 0;
@@ -147,7 +148,8 @@ void run(llama_model* model, const char* label, bool flash_attn) {
     for (int i = 0; i < kVocab; ++i) {
       if (!std::isfinite(logits[i])) fail("non-finite logits");
     }
-    std::printf("exact %s.%s.logits %s\n", key.c_str(), step.c_str(), hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
+    std::printf("exact %s.%s.logits %s\n", key.c_str(), step.c_str(),
+                hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
     return argmax(logits);
   };
   int next = decode({1, 17, 33, 5, 99, 120, 64, 2, 77}, "prompt9");
@@ -156,7 +158,8 @@ void run(llama_model* model, const char* label, bool flash_attn) {
   for (int i = 0; i < 21; ++i) second.push_back((i * 37 + 11) % kVocab);
   next = decode(second, "prompt21");
   decode({next}, "gen_after");
-  for (const auto& [backend, size] : compute_sizes()) std::printf("size %s.final.%s %zu\n", key.c_str(), backend.c_str(), size);
+  for (const auto& [backend, size] : compute_sizes())
+    std::printf("size %s.final.%s %zu\n", key.c_str(), backend.c_str(), size);
   llama_batch_free(batch);
   llama_free(ctx);
 }

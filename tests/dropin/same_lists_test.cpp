@@ -86,8 +86,8 @@ int main() {
     return 1;
   }
   if (offset(third.d, third.c) != reused_d || offset(third.e, third.c) != reused_e) {
-    std::printf("FAIL: offsets of d, e from c: %td, %td after the change; a fresh allocator: %td, %td\n",
-                reused_d, reused_e, offset(third.d, third.c), offset(third.e, third.c));
+    std::printf("FAIL: offsets of d, e from c: %td, %td after the change; a fresh allocator: %td, %td\n", reused_d,
+                reused_e, offset(third.d, third.c), offset(third.e, third.c));
     ++failures;
   }
   ggml_free(third.ctx);

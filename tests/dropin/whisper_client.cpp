@@ -21,10 +21,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "test_support.hpp"
 #include "whisper.h"
 
 extern "C" {
@@ -42,8 +42,8 @@ using namespace galloc::dropin_test;
 // Tiny, but with the real model's structure. The loader takes any vocabulary size; the
 // special token ids (sot = 50257 ...) only matter to whisper_full, which is not used here.
 // n_audio_ctx 200 (4 s of audio) is not a multiple of 256, so the padded KV paths are taken.
-constexpr int kVocab = 384, kAudioCtx = 200, kState = 64, kHead = 4, kAudioLayers = 2, kTextCtx = 64,
-              kTextLayers = 2, kMels = 80, kFft = 1 + WHISPER_N_FFT / 2;
+constexpr int kVocab = 384, kAudioCtx = 200, kState = 64, kHead = 4, kAudioLayers = 2, kTextCtx = 64, kTextLayers = 2,
+              kMels = 80, kFft = 1 + WHISPER_N_FFT / 2;
 constexpr int kThreads = 1;  // ggml's threads spin at barriers: slow on a busy 2-core machine
 
 // --------------------------------------------------------------------------- model file
@@ -158,9 +158,9 @@ void write_model(const std::string& path) {
 
 // --------------------------------------------------------------------------- what ggml saw
 struct Capture {
-  std::string label;             // "<config>.<step>", set before each whisper call
-  int graph_index = 0;           // graphs computed within the current step
-  size_t pending_compute = 0;    // sched buffer sizes read since the last "compute buffer" log line
+  std::string label;           // "<config>.<step>", set before each whisper call
+  int graph_index = 0;         // graphs computed within the current step
+  size_t pending_compute = 0;  // sched buffer sizes read since the last "compute buffer" log line
   int compute_lines = 0;
   int ctx_buffers = 0;
   std::vector<std::string> lines;  // report lines, printed in order
@@ -277,7 +277,8 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
   std::printf("info whisper.%s.mel_frames %d\n", config.c_str(), whisper_n_len(ctx));
   begin_step(config + ".encode");
   if (whisper_encode(ctx, 0, kThreads) != 0) fail("whisper_encode");
-  if (c.graph_index != 3) fail("expected 3 graphs (conv, encoder, cross) in whisper_encode, saw " + std::to_string(c.graph_index));
+  if (c.graph_index != 3)
+    fail("expected 3 graphs (conv, encoder, cross) in whisper_encode, saw " + std::to_string(c.graph_index));
   flush_lines();
 
   // a 4-token prompt, then two tokens one at a time (greedy)
@@ -285,7 +286,8 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
   int n_past = 0;
   for (int step = 0; step < 3; ++step) {
     begin_step(config + ".decode" + std::to_string(step));
-    if (whisper_decode(ctx, tokens.data(), static_cast<int>(tokens.size()), n_past, kThreads) != 0) fail("whisper_decode");
+    if (whisper_decode(ctx, tokens.data(), static_cast<int>(tokens.size()), n_past, kThreads) != 0)
+      fail("whisper_decode");
     flush_lines();
     const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(tokens.size() - 1) * kVocab;
     for (int i = 0; i < kVocab; ++i) {

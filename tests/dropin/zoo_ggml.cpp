@@ -29,21 +29,21 @@
 #include <vector>
 
 #include "galloc/zoo.hpp"
-#include "layout_hash.hpp"
-#include "test_support.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml-impl.h"  // struct ggml_cgraph (leafs)
 #include "ggml.h"
+#include "layout_hash.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 using namespace galloc::dropin_test;
 
-using galloc::TensorId;
 using galloc::kNoTensor;
+using galloc::TensorId;
 namespace zoo = galloc::zoo;
 
 // ------------------------------------------------------------------ the mirror
@@ -123,7 +123,9 @@ class GgmlMirror final : public zoo::BuilderMirror {
   }
   int i(const zoo::BuilderCall& c, int k) const { return static_cast<int>(c.ints[static_cast<std::size_t>(k)]); }
   std::int64_t n(const zoo::BuilderCall& c, int k) const { return c.ints[static_cast<std::size_t>(k)]; }
-  std::size_t z(const zoo::BuilderCall& c, int k) const { return static_cast<std::size_t>(c.ints[static_cast<std::size_t>(k)]); }
+  std::size_t z(const zoo::BuilderCall& c, int k) const {
+    return static_cast<std::size_t>(c.ints[static_cast<std::size_t>(k)]);
+  }
 
   ggml_tensor* fresh(ggml_context* ctx, const zoo::BuilderCall& c, ggml_type type) {
     const std::int64_t ne[4] = {n(c, 0), n(c, 1), n(c, 2), n(c, 3)};
@@ -186,21 +188,17 @@ class GgmlMirror final : public zoo::BuilderMirror {
       case F::kDiagMaskInfInplace: return ggml_diag_mask_inf_inplace(ctx, t(c, 0), 0);
       case F::kRope: {
         ggml_tensor* a = t(c, 0);
-        return ggml_rope_ext(ctx, a, t(c, 1), t(c, 2), static_cast<int>(a->ne[0]), 0, 4096, 10000.0f, 1.0f, 0.0f,
-                             1.0f, 0.0f, 0.0f);
+        return ggml_rope_ext(ctx, a, t(c, 1), t(c, 2), static_cast<int>(a->ne[0]), 0, 4096, 10000.0f, 1.0f, 0.0f, 1.0f,
+                             0.0f, 0.0f);
       }
       case F::kFlashAttnExt: return ggml_flash_attn_ext(ctx, t(c, 0), t(c, 1), t(c, 2), t(c, 3), 0.125f, 0.0f, 0.0f);
       case F::kMulMat: return ggml_mul_mat(ctx, t(c, 0), t(c, 1));
       case F::kOutProd: return ggml_out_prod(ctx, t(c, 0), t(c, 1));
-      case F::kGetRows:
-        uses(t(c, 1), t(c, 0)->ne[1]);
-        return ggml_get_rows(ctx, t(c, 0), t(c, 1));
+      case F::kGetRows: uses(t(c, 1), t(c, 0)->ne[1]); return ggml_get_rows(ctx, t(c, 0), t(c, 1));
 #ifdef GALLOC_GGML_SEED
       case F::kSetRows: return lacks("ggml_set_rows");
 #else
-      case F::kSetRows:
-        uses(t(c, 2), t(c, 0)->ne[1]);
-        return ggml_set_rows(ctx, t(c, 0), t(c, 1), t(c, 2));
+      case F::kSetRows: uses(t(c, 2), t(c, 0)->ne[1]); return ggml_set_rows(ctx, t(c, 0), t(c, 1), t(c, 2));
 #endif
       case F::kConcat: return ggml_concat(ctx, t(c, 0), t(c, 1), i(c, 0));
       case F::kArgmax: return ggml_argmax(ctx, t(c, 0));
@@ -228,8 +226,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
                            to_ggml(c.type));
       case F::kConv1d: return ggml_conv_1d(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1), i(c, 2));
       case F::kConv1dPh: return ggml_conv_1d_ph(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1));
-      case F::kConv2d:
-        return ggml_conv_2d(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1), i(c, 2), i(c, 3), i(c, 4), i(c, 5));
+      case F::kConv2d: return ggml_conv_2d(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1), i(c, 2), i(c, 3), i(c, 4), i(c, 5));
 #ifdef GALLOC_GGML_SEED
       case F::kConv2dDirect: return lacks("ggml_conv_2d_direct");
       case F::kConv2dDwDirect: return lacks("ggml_conv_2d_dw_direct");
@@ -272,9 +269,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
         return ggml_rope_ext_back(ctx, a, t(c, 1), nullptr, n_dims, 0, 4096, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
 #endif
       }
-      case F::kGetRowsBack:
-        uses(t(c, 1), t(c, 2)->ne[1]);
-        return ggml_get_rows_back(ctx, t(c, 0), t(c, 1), t(c, 2));
+      case F::kGetRowsBack: uses(t(c, 1), t(c, 2)->ne[1]); return ggml_get_rows_back(ctx, t(c, 0), t(c, 1), t(c, 2));
       case F::kOptStepAdamw:
         uses_[t(c, 4)].adamw = true;
         return ggml_opt_step_adamw(ctx, t(c, 0), t(c, 1), t(c, 2), t(c, 3), t(c, 4));
@@ -287,12 +282,8 @@ class GgmlMirror final : public zoo::BuilderMirror {
         ggml_set_output(t(c, 0));
         outputs_.push_back(t(c, 0));
         return nullptr;
-      case F::kSetLoss:
-        ggml_set_loss(t(c, 0));
-        return nullptr;
-      case F::kExpand:
-        ggml_build_forward_expand(gf_, t(c, 0));
-        return nullptr;
+      case F::kSetLoss: ggml_set_loss(t(c, 0)); return nullptr;
+      case F::kExpand: ggml_build_forward_expand(gf_, t(c, 0)); return nullptr;
     }
     fail("unknown builder function " + std::to_string(static_cast<int>(c.fn)));
   }
@@ -335,8 +326,10 @@ std::vector<std::string> compare_graphs(const ggml_cgraph* gf, const galloc::Gra
     differ("leafs: ggml " + std::to_string(gf->n_leafs) + ", zoo " + std::to_string(g.leafs.size()));
   }
   std::unordered_map<const ggml_tensor*, TensorId> id_of;
-  for (int k = 0; k < n_nodes && static_cast<std::size_t>(k) < g.nodes.size(); ++k) id_of[gf->nodes[k]] = g.nodes[static_cast<std::size_t>(k)];
-  for (int k = 0; k < gf->n_leafs && static_cast<std::size_t>(k) < g.leafs.size(); ++k) id_of[gf->leafs[k]] = g.leafs[static_cast<std::size_t>(k)];
+  for (int k = 0; k < n_nodes && static_cast<std::size_t>(k) < g.nodes.size(); ++k)
+    id_of[gf->nodes[k]] = g.nodes[static_cast<std::size_t>(k)];
+  for (int k = 0; k < gf->n_leafs && static_cast<std::size_t>(k) < g.leafs.size(); ++k)
+    id_of[gf->leafs[k]] = g.leafs[static_cast<std::size_t>(k)];
 
   auto same_tensor = [&](const std::string& where, const ggml_tensor* x, const galloc::Tensor& y) {
     std::size_t nb[4];
@@ -362,8 +355,7 @@ std::vector<std::string> compare_graphs(const ggml_cgraph* gf, const galloc::Gra
       const ggml_tensor* src = x->src[s];
       const TensorId ys_id = y.src[static_cast<std::size_t>(s)];
       if (src == x) src = nullptr;  // ggml_cast's self-reference (the graph model has none)
-      const bool ok = src == nullptr ? ys_id == kNoTensor
-                                     : (id_of.count(src) != 0 && id_of.at(src) == ys_id);
+      const bool ok = src == nullptr ? ys_id == kNoTensor : (id_of.count(src) != 0 && id_of.at(src) == ys_id);
       if (!ok) {
         differ(where + " '" + x->name + "' src[" + std::to_string(s) + "]: ggml '" + (src ? src->name : "-") +
                "', zoo '" + (ys_id == kNoTensor ? std::string("-") : g[ys_id].name) + "'");
@@ -380,10 +372,12 @@ std::vector<std::string> compare_graphs(const ggml_cgraph* gf, const galloc::Gra
     if (view_x) {
       auto it = id_of.find(x->view_src);
       const galloc::Tensor& root = g[y.view_src];
-      const bool ok = it != id_of.end() ? it->second == y.view_src
-                                        : (root.has_memory && static_cast<int>(root.type) == static_cast<int>(x->view_src->type) &&
-                                           std::equal(root.ne.begin(), root.ne.end(), x->view_src->ne));
-      if (!ok) differ(where + " '" + x->name + "': view source '" + x->view_src->name + "' differs from '" + root.name + "'");
+      const bool ok = it != id_of.end()
+                          ? it->second == y.view_src
+                          : (root.has_memory && static_cast<int>(root.type) == static_cast<int>(x->view_src->type) &&
+                             std::equal(root.ne.begin(), root.ne.end(), x->view_src->ne));
+      if (!ok)
+        differ(where + " '" + x->name + "': view source '" + x->view_src->name + "' differs from '" + root.name + "'");
     }
   };
   for (int k = 0; k < n_nodes && static_cast<std::size_t>(k) < g.nodes.size(); ++k) {
@@ -528,7 +522,8 @@ int check_all(const std::string& filter) {
     // weights: random, scaled so that activations stay near 1 through the layers
     ggml_backend_buffer_t weights = ggml_backend_alloc_ctx_tensors(m.weights_ctx(), g_cpu);
     check(weights != nullptr, key + ": weights buffer");
-    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr; t = ggml_get_next_tensor(m.weights_ctx(), t)) {
+    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr;
+         t = ggml_get_next_tensor(m.weights_ctx(), t)) {
       int last = 3;  // the output dimension: what is left is the fan-in
       while (last > 0 && t->ne[last] == 1) --last;
       const std::int64_t fan_in = last == 0 ? 1 : ggml_nelements(t) / t->ne[last];
@@ -552,12 +547,14 @@ int check_all(const std::string& filter) {
     std::size_t non_finite = 0;
     int k = 0;
     for (const ggml_tensor* out : m.outputs()) {
-      std::printf("exact %s.out%d.%s %s\n", key.c_str(), k++, out->name, hex(hash_tensor(out, 0xcbf29ce484222325ull, &non_finite)).c_str());
+      std::printf("exact %s.out%d.%s %s\n", key.c_str(), k++, out->name,
+                  hex(hash_tensor(out, 0xcbf29ce484222325ull, &non_finite)).c_str());
     }
     // what the graph wrote into existing memory (KV caches, parameters after AdamW)
     std::uint64_t h = 0xcbf29ce484222325ull;
     std::size_t ignored = 0;
-    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr; t = ggml_get_next_tensor(m.weights_ctx(), t)) {
+    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr;
+         t = ggml_get_next_tensor(m.weights_ctx(), t)) {
       h = hash_tensor(t, h, &ignored);
     }
     std::printf("exact %s.weights_after %s\n", key.c_str(), hex(h).c_str());
@@ -584,7 +581,9 @@ ggml_backend_buffer_t fake_alloc(ggml_backend_buffer_type_t buft, std::size_t si
   iface.get_base = fake_base;
   return ggml_backend_buffer_init(buft, iface, nullptr, size);
 }
-std::size_t fake_alignment(ggml_backend_buffer_type_t) { return ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type()); }
+std::size_t fake_alignment(ggml_backend_buffer_type_t) {
+  return ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type());
+}
 
 ggml_backend_buffer_type fake_buffer_type() {
   ggml_backend_buffer_type t{};
@@ -614,12 +613,14 @@ int bench_all(const std::string& filter, int repetitions) {
     // the weights: addresses in a buffer without memory, as ggml_backend_alloc_ctx_tensors lays them out
     const std::size_t align = fake_alignment(&fake);
     std::size_t total = 0;
-    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr; t = ggml_get_next_tensor(m.weights_ctx(), t)) {
+    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr;
+         t = ggml_get_next_tensor(m.weights_ctx(), t)) {
       total += GGML_PAD(ggml_nbytes(t), align);
     }
     ggml_backend_buffer_t weights = ggml_backend_buft_alloc_buffer(&fake, total);
     std::size_t offset = 0;
-    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr; t = ggml_get_next_tensor(m.weights_ctx(), t)) {
+    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr;
+         t = ggml_get_next_tensor(m.weights_ctx(), t)) {
       void* address = static_cast<char*>(ggml_backend_buffer_get_base(weights)) + offset;
 #ifdef GALLOC_GGML_SEED
       ggml_backend_tensor_alloc(weights, t, address);
@@ -645,7 +646,8 @@ int bench_all(const std::string& filter, int repetitions) {
     }
     for (int r = 0; r < repetitions; ++r) {
       // a fresh graph each time, as a program builds one per evaluation: nothing placed yet
-      for (ggml_tensor* t = ggml_get_first_tensor(m.graph_ctx()); t != nullptr; t = ggml_get_next_tensor(m.graph_ctx(), t)) {
+      for (ggml_tensor* t = ggml_get_first_tensor(m.graph_ctx()); t != nullptr;
+           t = ggml_get_next_tensor(m.graph_ctx(), t)) {
         t->data = nullptr;
         t->buffer = nullptr;
       }

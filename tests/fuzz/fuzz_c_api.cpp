@@ -22,7 +22,7 @@ struct Slots {
   std::array<galloc_graph*, kSlots> graphs{};
   std::array<galloc_buffer_type*, kSlots> types{};
   std::array<galloc_allocator*, kSlots> allocators{};
-  std::array<int32_t, kSlots> allocator_types{};                         // n_types of each allocator
+  std::array<int32_t, kSlots> allocator_types{};                       // n_types of each allocator
   std::array<std::array<galloc_buffer_type*, kSlots>, kSlots> uses{};  // types each allocator uses
 
   bool type_in_use(galloc_buffer_type* type) const {
@@ -58,8 +58,8 @@ int32_t tensor_id(galloc::fuzz::ByteReader& in, int32_t n) {
 
 galloc_tensor_desc random_desc(galloc::fuzz::ByteReader& in, int32_t n_tensors) {
   static const char* kTypes[] = {"f32", "f32", "f16", "i8", "i32", "q4_0", "q8_K", "bogus", "", nullptr};
-  static const char* kOps[] = {"NONE", "ADD", "MUL", "SCALE", "MUL_MAT", "VIEW", "RESHAPE", "CPY",
-                               "SET_ROWS", "SOFT_MAX", "CONT", "PERMUTE", "nope", nullptr};
+  static const char* kOps[] = {"NONE", "ADD",      "MUL",      "SCALE", "MUL_MAT", "VIEW", "RESHAPE",
+                               "CPY",  "SET_ROWS", "SOFT_MAX", "CONT",  "PERMUTE", "nope", nullptr};
   // Dimensions 0 and 1 stay small (CPU buffer types really allocate); 2 and 3 are 1 or absurd
   // (more than ASan's 1 TiB, or overflowing): those must fail as statuses, quickly.
   static const int64_t kNe[] = {1, 1, 2, 3, 7, 16, 33, 64, 100, 0, -1, 1000};
@@ -240,14 +240,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         int32_t buffer = 0, chunk = 0;
         size_t offset = 0;
         const std::uint8_t mask = in.u8();
-        check_status(galloc_allocator_tensor_placement(s.allocators[slot], tensor_id(in, 64), mask & 1 ? &buffer : nullptr,
-                                                       mask & 2 ? &chunk : nullptr, mask & 4 ? &offset : nullptr),
-                     "galloc_allocator_tensor_placement");
+        check_status(
+            galloc_allocator_tensor_placement(s.allocators[slot], tensor_id(in, 64), mask & 1 ? &buffer : nullptr,
+                                              mask & 2 ? &chunk : nullptr, mask & 4 ? &offset : nullptr),
+            "galloc_allocator_tensor_placement");
         break;
       }
       case 17:
         // Any int: galloc_status spans int (GALLOC_STATUS_MIN/MAX_ENUM_), as a C caller's may.
-        require(galloc_status_name(static_cast<galloc_status>(static_cast<std::int32_t>(static_cast<std::uint32_t>(in.u64())))) != nullptr,
+        require(galloc_status_name(static_cast<galloc_status>(
+                    static_cast<std::int32_t>(static_cast<std::uint32_t>(in.u64())))) != nullptr,
                 "galloc_status_name returned NULL");
         require(galloc_last_error() != nullptr, "galloc_last_error returned NULL");
         break;

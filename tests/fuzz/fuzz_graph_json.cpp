@@ -36,11 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       require(planned.status().code() == ErrorCode::kInvalidArgument, planned.status().to_string());
       return 0;
     }
-    require(planned.is_ok(), std::string(strategy_name(strategy)) + ": an accepted file does not plan: " +
-                                 planned.status().to_string());
+    require(planned.is_ok(),
+            std::string(strategy_name(strategy)) + ": an accepted file does not plan: " + planned.status().to_string());
     const auto issues = validate_placement(planned->lifetimes, planned->placement);
-    require(issues.empty(), std::string(strategy_name(strategy)) + ": invalid placement: " +
-                                (issues.empty() ? "" : issues.front().message));
+    require(issues.empty(), std::string(strategy_name(strategy)) +
+                                ": invalid placement: " + (issues.empty() ? "" : issues.front().message));
   }
   return 0;
 }

@@ -69,8 +69,8 @@ bool interpretable(const Graph& g) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::ByteReader in(data, size);
   fuzz::DecodedCase c = fuzz::decode_case(in);
-  const bool valid = validate_graph(c.graph).is_ok() && c.ids_in_range && c.alignments_valid &&
-                     fuzz::views_have_roots(c.graph);
+  const bool valid =
+      validate_graph(c.graph).is_ok() && c.ids_in_range && c.alignments_valid && fuzz::views_have_roots(c.graph);
   const bool execute = valid && interpretable(c.graph);
   for (Strategy strategy : all_strategies()) {
     const std::string name(strategy_name(strategy));
@@ -80,7 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.best_search_seconds = 0.0005;
     auto planned = plan_graph(c.graph, c.per_id, c.assignment(), options);
     if (!planned) {
-      require(planned.status().code() != ErrorCode::kInternal, name + ": internal error: " + planned.status().to_string());
+      require(planned.status().code() != ErrorCode::kInternal,
+              name + ": internal error: " + planned.status().to_string());
       require(!valid, name + ": a valid graph is rejected: " + planned.status().to_string());
       continue;
     }

@@ -94,12 +94,32 @@ inline bool views_have_roots(const Graph& g) {
 
 inline DecodedCase decode_case(ByteReader& in, std::size_t max_tensors = 96) {
   static const Bytes kMaxSizes[] = {kUnlimited, kUnlimited, kUnlimited, 0, 1, 16, 64, 100, 4096, Bytes{1} << 20};
-  static const DataType kTypes[] = {DataType::F32, DataType::F32, DataType::F16, DataType::I8, DataType::I32,
-                                    DataType::Q4_0, DataType::Q8_K, static_cast<DataType>(99),
-                                    static_cast<DataType>(-1), DataType::BF16};
-  static const std::int64_t kNe[] = {1, 1, 1, 2, 3, 7, 16, 33, 64, 100, 0, -1,
-                                     std::numeric_limits<std::int64_t>::max(), std::int64_t{1} << 31,
-                                     std::int64_t{1} << 40, 256};
+  static const DataType kTypes[] = {DataType::F32,
+                                    DataType::F32,
+                                    DataType::F16,
+                                    DataType::I8,
+                                    DataType::I32,
+                                    DataType::Q4_0,
+                                    DataType::Q8_K,
+                                    static_cast<DataType>(99),
+                                    static_cast<DataType>(-1),
+                                    DataType::BF16};
+  static const std::int64_t kNe[] = {1,
+                                     1,
+                                     1,
+                                     2,
+                                     3,
+                                     7,
+                                     16,
+                                     33,
+                                     64,
+                                     100,
+                                     0,
+                                     -1,
+                                     std::numeric_limits<std::int64_t>::max(),
+                                     std::int64_t{1} << 31,
+                                     std::int64_t{1} << 40,
+                                     256};
   static const Bytes kNb[] = {0, 1, 2, 4, 7, 64, 256, Bytes{1} << 62, kUnlimited};
   static const Bytes kOffsets[] = {0, 0, 4, 8, 64, 100, Bytes{1} << 63, kUnlimited - 3};
 
@@ -172,7 +192,8 @@ inline DecodedCase decode_case(ByteReader& in, std::size_t max_tensors = 96) {
   if (n_ids > 1 || (lists & 1)) {
     const bool sloppy = (lists & 2) != 0;
     for (std::size_t i = 0; i < c.graph.nodes.size(); ++i) {
-      c.node_buffer_ids.push_back(static_cast<BufferId>(in.u8() % (sloppy ? n_ids + 2 : n_ids)) - (sloppy && (lists & 4) ? 1 : 0));
+      c.node_buffer_ids.push_back(static_cast<BufferId>(in.u8() % (sloppy ? n_ids + 2 : n_ids)) -
+                                  (sloppy && (lists & 4) ? 1 : 0));
     }
     for (std::size_t i = 0; i < c.graph.leafs.size(); ++i) {
       c.leaf_buffer_ids.push_back(static_cast<BufferId>(in.u8() % (sloppy ? n_ids + 2 : n_ids)));
@@ -187,7 +208,8 @@ inline DecodedCase decode_case(ByteReader& in, std::size_t max_tensors = 96) {
     }
     return true;
   };
-  c.ids_in_range = in_range(c.node_buffer_ids, c.graph.nodes.size()) && in_range(c.leaf_buffer_ids, c.graph.leafs.size());
+  c.ids_in_range =
+      in_range(c.node_buffer_ids, c.graph.nodes.size()) && in_range(c.leaf_buffer_ids, c.graph.leafs.size());
   return c;
 }
 

@@ -16,8 +16,7 @@ namespace galloc::property {
 // than ggml, and (with `execute`) the interpreter finds no difference to a run without reuse.
 // Returns the first failure, prefixed with the strategy, or "".
 [[nodiscard]] std::string check_every_strategy(const Graph& graph, Span<const BufferType* const> types,
-                                               const BufferAssignment& assignment, std::uint64_t seed,
-                                               bool execute);
+                                               const BufferAssignment& assignment, std::uint64_t seed, bool execute);
 
 // ggml's contract for graphs it builds itself: no computed node is flagged input, and no node
 // reads a NONE-op view (those only carry dependencies for ggml-backend).

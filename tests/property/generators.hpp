@@ -18,14 +18,16 @@ inline rc::Gen<std::uint8_t> small(int max_inclusive) {
 inline rc::Gen<TypeDesc> gen_type_desc() {
   return rc::gen::build<TypeDesc>(
       rc::gen::set(&TypeDesc::alignment, small(9)),
-      rc::gen::set(&TypeDesc::max_size, rc::gen::weightedOneOf<std::uint8_t>({{1, rc::gen::just<std::uint8_t>(0)}, {2, small(7)}})),
-      rc::gen::set(&TypeDesc::padding, rc::gen::weightedOneOf<std::uint8_t>({{3, rc::gen::just<std::uint8_t>(0)}, {1, small(40)}})));
+      rc::gen::set(&TypeDesc::max_size,
+                   rc::gen::weightedOneOf<std::uint8_t>({{1, rc::gen::just<std::uint8_t>(0)}, {2, small(7)}})),
+      rc::gen::set(&TypeDesc::padding,
+                   rc::gen::weightedOneOf<std::uint8_t>({{3, rc::gen::just<std::uint8_t>(0)}, {1, small(40)}})));
 }
 
 inline rc::Gen<LeafDesc> gen_leaf_desc() {
   return rc::gen::build<LeafDesc>(
-      rc::gen::set(&LeafDesc::kind, rc::gen::element(LeafKind::kInput, LeafKind::kWeights, LeafKind::kPlain,
-                                                     LeafKind::kOutside)),
+      rc::gen::set(&LeafDesc::kind,
+                   rc::gen::element(LeafKind::kInput, LeafKind::kWeights, LeafKind::kPlain, LeafKind::kOutside)),
       rc::gen::set(&LeafDesc::type, small(3)), rc::gen::set(&LeafDesc::shape, small(11)),
       rc::gen::set(&LeafDesc::output, rc::gen::weightedElement<bool>({{9, false}, {1, true}})),
       rc::gen::set(&LeafDesc::buffer, small(3)));
@@ -36,16 +38,16 @@ inline rc::Gen<NodeDesc> gen_node_desc() {
   const auto ref = rc::gen::weightedOneOf<std::uint8_t>({{4, small(2)}, {1, small(255)}});
   return rc::gen::build<NodeDesc>(
       rc::gen::set(&NodeDesc::kind, rc::gen::weightedElement<NodeKind>({{5, NodeKind::kElementwise},
-                                                                         {2, NodeKind::kOther},
-                                                                         {3, NodeKind::kView},
-                                                                         {2, NodeKind::kWriteView},
-                                                                         {1, NodeKind::kDependency}})),
+                                                                        {2, NodeKind::kOther},
+                                                                        {3, NodeKind::kView},
+                                                                        {2, NodeKind::kWriteView},
+                                                                        {1, NodeKind::kDependency}})),
       rc::gen::set(&NodeDesc::op, small(9)), rc::gen::set(&NodeDesc::n_src, small(2)),
-      rc::gen::set(&NodeDesc::src, rc::gen::map(rc::gen::tuple(ref, ref, ref),
-                                                  [](const std::tuple<std::uint8_t, std::uint8_t, std::uint8_t>& t) {
-                                                    return std::array<std::uint8_t, 3>{std::get<0>(t), std::get<1>(t),
-                                                                                       std::get<2>(t)};
-                                                  })),
+      rc::gen::set(&NodeDesc::src,
+                   rc::gen::map(rc::gen::tuple(ref, ref, ref),
+                                [](const std::tuple<std::uint8_t, std::uint8_t, std::uint8_t>& t) {
+                                  return std::array<std::uint8_t, 3>{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
+                                })),
       rc::gen::set(&NodeDesc::layout, small(5)), rc::gen::set(&NodeDesc::type, small(3)),
       rc::gen::set(&NodeDesc::shape, small(11)), rc::gen::set(&NodeDesc::window_offs, small(255)),
       rc::gen::set(&NodeDesc::window_len, small(255)),

@@ -10,16 +10,25 @@ namespace galloc::property {
 namespace {
 
 constexpr std::array<DataType, 4> kTypes{DataType::F32, DataType::F16, DataType::I8, DataType::I32};
-constexpr std::array<std::array<std::int64_t, kMaxDims>, 12> kShapes{{
-    {16, 1, 1, 1}, {16, 4, 1, 1}, {7, 3, 1, 1}, {33, 1, 1, 1}, {8, 8, 2, 1}, {5, 1, 1, 1},
-    {64, 2, 1, 1}, {3, 3, 3, 1}, {100, 1, 1, 1}, {1, 1, 1, 1}, {0, 4, 1, 1}, {257, 1, 1, 1}}};
+constexpr std::array<std::array<std::int64_t, kMaxDims>, 12> kShapes{{{16, 1, 1, 1},
+                                                                      {16, 4, 1, 1},
+                                                                      {7, 3, 1, 1},
+                                                                      {33, 1, 1, 1},
+                                                                      {8, 8, 2, 1},
+                                                                      {5, 1, 1, 1},
+                                                                      {64, 2, 1, 1},
+                                                                      {3, 3, 3, 1},
+                                                                      {100, 1, 1, 1},
+                                                                      {1, 1, 1, 1},
+                                                                      {0, 4, 1, 1},
+                                                                      {257, 1, 1, 1}}};
 constexpr std::array<Bytes, 10> kAlignments{1, 2, 4, 8, 16, 32, 64, 128, 256, 4096};
 constexpr std::array<Bytes, 8> kMaxSizes{kUnlimited, kUnlimited, 16, 64, 100, 256, 1000, 4096};
 
-constexpr std::array<Op, 10> kElementwiseOps{Op::Add, Op::Mul, Op::Scale, Op::SoftMax, Op::Unary,
-                                             Op::RmsNorm, Op::Sqr, Op::Fill, Op::Rope, Op::DiagMaskInf};
-constexpr std::array<Op, 10> kOtherOps{Op::MulMat, Op::Cont, Op::Concat, Op::Mean, Op::Pad,
-                                       Op::GetRows, Op::Norm, Op::Dup, Op::Argsort, Op::SumRows};
+constexpr std::array<Op, 10> kElementwiseOps{Op::Add,     Op::Mul, Op::Scale, Op::SoftMax, Op::Unary,
+                                             Op::RmsNorm, Op::Sqr, Op::Fill,  Op::Rope,    Op::DiagMaskInf};
+constexpr std::array<Op, 10> kOtherOps{Op::MulMat,  Op::Cont, Op::Concat, Op::Mean,    Op::Pad,
+                                       Op::GetRows, Op::Norm, Op::Dup,    Op::Argsort, Op::SumRows};
 constexpr std::array<Op, 4> kViewOps{Op::View, Op::Reshape, Op::Permute, Op::Transpose};
 constexpr std::array<Op, 4> kWriteOps{Op::Cpy, Op::SetRows, Op::Set, Op::Acc};
 
@@ -39,8 +48,8 @@ class Builder {
       c_.types.push_back({});
     } else {
       for (const TypeDesc& t : d.types) {
-        c_.types.push_back({pick(kAlignments, t.alignment), pick(kMaxSizes, t.max_size),
-                            static_cast<Bytes>(t.padding % 41)});
+        c_.types.push_back(
+            {pick(kAlignments, t.alignment), pick(kMaxSizes, t.max_size), static_cast<Bytes>(t.padding % 41)});
       }
     }
     const std::size_t n_ids = d.id_types.empty() ? 1 : std::min<std::size_t>(d.id_types.size(), 4);
@@ -124,7 +133,8 @@ class Builder {
         const Op op = kind == NodeKind::kElementwise ? pick(kElementwiseOps, n.op) : pick(kOtherOps, n.op);
         t.name = "n" + std::to_string(i);
         t.op = op;
-        for (int s = 0; s < n_src; ++s) t.src[static_cast<std::size_t>(s)] = resolve(n.src[static_cast<std::size_t>(s)]);
+        for (int s = 0; s < n_src; ++s)
+          t.src[static_cast<std::size_t>(s)] = resolve(n.src[static_cast<std::size_t>(s)]);
         if (n.layout % 4 < 3) {
           const Tensor& like = g_[t.src[static_cast<std::size_t>(n.layout % 4 % n_src)]];
           t.type = like.type;
@@ -189,7 +199,8 @@ class Builder {
       }
       case NodeKind::kDependency: {
         t = view_of(resolve(n.src[0]), Op::None, "dep" + std::to_string(i));
-        for (int s = 1; s < n_src; ++s) t.src[static_cast<std::size_t>(s)] = resolve(n.src[static_cast<std::size_t>(s)]);
+        for (int s = 1; s < n_src; ++s)
+          t.src[static_cast<std::size_t>(s)] = resolve(n.src[static_cast<std::size_t>(s)]);
         readable = false;  // it carries dependencies only: nothing reads it
         break;
       }
@@ -272,10 +283,9 @@ std::string case_to_cpp(const BuiltCase& c) {
   for (std::size_t id = 0; id < c.graph.tensors.size(); ++id) {
     const Tensor& t = c.graph.tensors[id];
     static const char* kList[] = {"kTensor", "kLeaf", "kNode"};
-    os << "  c.add(" << kList[list[id]] << ", " << buffer[id] << ", \"" << t.name << "\", \""
-       << data_type_name(t.type) << "\", {" << t.ne[0] << ", " << t.ne[1] << ", " << t.ne[2] << ", "
-       << t.ne[3] << "}, {" << t.nb[0] << ", " << t.nb[1] << ", " << t.nb[2] << ", " << t.nb[3] << "}, "
-       << op_literal(t.op) << ", {";
+    os << "  c.add(" << kList[list[id]] << ", " << buffer[id] << ", \"" << t.name << "\", \"" << data_type_name(t.type)
+       << "\", {" << t.ne[0] << ", " << t.ne[1] << ", " << t.ne[2] << ", " << t.ne[3] << "}, {" << t.nb[0] << ", "
+       << t.nb[1] << ", " << t.nb[2] << ", " << t.nb[3] << "}, " << op_literal(t.op) << ", {";
     bool first = true;
     int last = -1;
     for (int s = 0; s < kMaxSources; ++s) {

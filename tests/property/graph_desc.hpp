@@ -47,10 +47,10 @@ enum class NodeKind : std::uint8_t { kElementwise, kOther, kView, kWriteView, kD
 
 struct NodeDesc {
   NodeKind kind = NodeKind::kElementwise;
-  std::uint8_t op = 0;     // index into the kind's op list
-  std::uint8_t n_src = 1;  // 1..3 (mod)
+  std::uint8_t op = 0;                       // index into the kind's op list
+  std::uint8_t n_src = 1;                    // 1..3 (mod)
   std::array<std::uint8_t, 3> src{0, 0, 0};  // back references into the readable tensors
-  std::uint8_t layout = 0;  // element-wise/other: < 3 copies a source's layout, else fresh
+  std::uint8_t layout = 0;                   // element-wise/other: < 3 copies a source's layout, else fresh
   std::uint8_t type = 0;
   std::uint8_t shape = 0;
   std::uint8_t window_offs = 0;  // VIEW windows: start and length, in elements, mod the room
@@ -61,7 +61,7 @@ struct NodeDesc {
 };
 
 struct GraphDesc {
-  std::vector<TypeDesc> types;       // empty: one default type
+  std::vector<TypeDesc> types;         // empty: one default type
   std::vector<std::uint8_t> id_types;  // per buffer id, the type (mod); empty: one id
   std::vector<LeafDesc> leafs;
   std::vector<NodeDesc> nodes;
@@ -83,7 +83,7 @@ struct BuiltCase {
     Bytes padding = 0;
   };
   std::vector<TypeSpec> types;
-  std::vector<int> id_types;  // per buffer id
+  std::vector<int> id_types;              // per buffer id
   std::vector<BufferId> node_buffer_ids;  // empty with one id
   std::vector<BufferId> leaf_buffer_ids;
 

@@ -49,8 +49,8 @@ class Memory {
     const Bytes offs = t.is_view() ? t.view_offs : 0;
     const Bytes n = tensor_nbytes(t);
     if (offs > base.size || n > base.size - offs) {
-      error = "tensor " + std::to_string(id) + " (" + t.name + ") reaches past its root's memory in the " +
-              name() + " run";
+      error =
+          "tensor " + std::to_string(id) + " (" + t.name + ") reaches past its root's memory in the " + name() + " run";
       return std::nullopt;
     }
     if (n == 0) return Window{};
@@ -122,7 +122,8 @@ class PlannedMemory final : public Memory {
       const TensorPlacement& p = plan.tensors[t];
       if (!p.planned()) continue;
       if (static_cast<std::size_t>(p.buffer) >= plan.buffers.size()) {
-        error = "tensor " + std::to_string(t) + " is in buffer " + std::to_string(p.buffer) + ", which is not in the plan";
+        error =
+            "tensor " + std::to_string(t) + " is in buffer " + std::to_string(p.buffer) + ", which is not in the plan";
         return;
       }
       const auto a = static_cast<std::size_t>(plan.buffers[static_cast<std::size_t>(p.buffer)].allocator);
@@ -136,12 +137,12 @@ class PlannedMemory final : public Memory {
       if (n > p.size || p.offset > chunk_size || p.size > chunk_size - p.offset) {
         error = "tensor " + std::to_string(t) + " (" + tensor.name + ", " + std::to_string(n) + " bytes, slot of " +
                 std::to_string(p.size) + ") at offset " + std::to_string(p.offset) + " does not fit chunk " +
-                std::to_string(p.chunk) + " of buffer " + std::to_string(p.buffer) + " (" +
-                std::to_string(chunk_size) + " bytes)";
+                std::to_string(p.chunk) + " of buffer " + std::to_string(p.buffer) + " (" + std::to_string(chunk_size) +
+                " bytes)";
         return;
       }
-      roots_[t] = Window{chunk.data() + p.offset,
-                         chunk_defined_[a][static_cast<std::size_t>(p.chunk)].data() + p.offset, n};
+      roots_[t] =
+          Window{chunk.data() + p.offset, chunk_defined_[a][static_cast<std::size_t>(p.chunk)].data() + p.offset, n};
     }
   }
   [[nodiscard]] std::string name() const override { return "planned"; }
@@ -206,7 +207,8 @@ class Interpreter {
         if (other == kNoTensor) return true;
         const TensorId root = root_of(g_, other);
         const Tensor& r = g_[root];
-        if (listed[static_cast<std::size_t>(root)] || r.has_memory || filled_[static_cast<std::size_t>(root)]) return true;
+        if (listed[static_cast<std::size_t>(root)] || r.has_memory || filled_[static_cast<std::size_t>(root)])
+          return true;
         return fill(root);
       };
       for (TensorId src : t.src) {
@@ -215,8 +217,8 @@ class Interpreter {
       if (t.is_view() && !first_use(t.view_src)) return report_;
       if (is_dependency_view(t)) continue;
 
-      const std::string where = "node " + std::to_string(i) + " " + describe_tensor(g_, id) + " (" +
-                                std::string(op_name(t.op)) + ")";
+      const std::string where =
+          "node " + std::to_string(i) + " " + describe_tensor(g_, id) + " (" + std::string(op_name(t.op)) + ")";
       for (int s = 0; s < kMaxSources; ++s) {
         const TensorId src = t.src[static_cast<std::size_t>(s)];
         if (src == kNoTensor || is_dependency_view(g_[src])) continue;
@@ -304,8 +306,8 @@ class Interpreter {
       const Tensor& t = g_[id];
       const Bytes in_root = (t.is_view() ? t.view_offs : 0) + i;
       const TensorPlacement& p = plan_.tensors[static_cast<std::size_t>(root)];
-      std::string message = context + " " + describe_tensor(g_, id) + " differs at byte " + std::to_string(i) +
-                            " of " + std::to_string(ref->size) + ": planned " +
+      std::string message = context + " " + describe_tensor(g_, id) + " differs at byte " + std::to_string(i) + " of " +
+                            std::to_string(ref->size) + ": planned " +
                             (got->defined[i] ? std::to_string(static_cast<int>(got->data[i])) : "undefined") +
                             ", no reuse " + std::to_string(static_cast<int>(ref->data[i]));
       if (root != id) message += "; it views " + describe_tensor(g_, root) + " at byte " + std::to_string(in_root);
@@ -389,8 +391,8 @@ class Interpreter {
           data[start + j] = b.data[j];
           defined[start + j] = b.defined[j];
         } else {
-          data[start + j] = low_byte(mix(salt ^ (static_cast<std::uint64_t>(data[start + j]) << 8) ^
-                                         static_cast<std::uint64_t>(b.data[j])));
+          data[start + j] = low_byte(
+              mix(salt ^ (static_cast<std::uint64_t>(data[start + j]) << 8) ^ static_cast<std::uint64_t>(b.data[j])));
           defined[start + j] = defined[start + j] & b.defined[j];
         }
       }
@@ -440,8 +442,8 @@ class Interpreter {
 
 }  // namespace
 
-ExecutionReport execute_and_compare(const Graph& graph, Span<const BufferType* const> buffer_types,
-                                    const Plan& plan, std::uint64_t seed) {
+ExecutionReport execute_and_compare(const Graph& graph, Span<const BufferType* const> buffer_types, const Plan& plan,
+                                    std::uint64_t seed) {
   (void)buffer_types;
   return Interpreter(graph, plan, seed).run();
 }

@@ -38,13 +38,12 @@ namespace galloc::property {
 
 struct ExecutionReport {
   bool ok = true;
-  std::string failure;           // the first difference, or why the plan could not be executed
+  std::string failure;  // the first difference, or why the plan could not be executed
   std::size_t nodes_executed = 0;
   std::size_t bytes_compared = 0;
 };
 
-[[nodiscard]] ExecutionReport execute_and_compare(const Graph& graph,
-                                                  Span<const BufferType* const> buffer_types,
+[[nodiscard]] ExecutionReport execute_and_compare(const Graph& graph, Span<const BufferType* const> buffer_types,
                                                   const Plan& plan, std::uint64_t seed);
 
 }  // namespace galloc::property

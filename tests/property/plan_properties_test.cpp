@@ -76,14 +76,16 @@ RC_GTEST_PROP(PlanProperties, GraphAllocatorPlacesTensorsAtThePlannedOffsets, ()
       if (tensor.has_memory || tensor.is_view() || !slot.planned()) continue;
       const auto chunks = allocator.chunks(slot.buffer);
       RC_ASSERT(static_cast<std::size_t>(slot.chunk) < chunks.size());
-      const bool at_offset = tensor.data == static_cast<void*>(chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset);
+      const bool at_offset =
+          tensor.data == static_cast<void*>(chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset);
       RC_ASSERT(at_offset);
     }
     for (const Tensor& tensor : graph.tensors) {
       if (!tensor.is_view() || tensor.has_memory) continue;
       const Tensor& root = graph[tensor.view_src];
       if (root.data != nullptr) {
-        const bool follows_root = tensor.data == static_cast<void*>(static_cast<std::byte*>(root.data) + tensor.view_offs);
+        const bool follows_root =
+            tensor.data == static_cast<void*>(static_cast<std::byte*>(root.data) + tensor.view_offs);
         RC_ASSERT(follows_root);
       }
     }

@@ -48,12 +48,8 @@ Case deferred_leaf_case(Op write) {
   return c;
 }
 
-TEST(PropertyRegressions, DeferredLeafKeepsItsContentsUnderSet) {
-  EXPECT_EQ(check(deferred_leaf_case(Op::Set)), "");
-}
-TEST(PropertyRegressions, DeferredLeafKeepsItsContentsUnderAcc) {
-  EXPECT_EQ(check(deferred_leaf_case(Op::Acc)), "");
-}
+TEST(PropertyRegressions, DeferredLeafKeepsItsContentsUnderSet) { EXPECT_EQ(check(deferred_leaf_case(Op::Set)), ""); }
+TEST(PropertyRegressions, DeferredLeafKeepsItsContentsUnderAcc) { EXPECT_EQ(check(deferred_leaf_case(Op::Acc)), ""); }
 TEST(PropertyRegressions, DeferredLeafKeepsItsContentsUnderSetRows) {
   EXPECT_EQ(check(deferred_leaf_case(Op::SetRows)), "");
 }
@@ -61,7 +57,8 @@ TEST(PropertyRegressions, DeferredLeafKeepsItsContentsUnderSetRows) {
 TEST(PropertyRegressions, DeferredLeafUnderCpyIsOverwrittenWhole) {
   Case c = deferred_leaf_case(Op::Set);
   c.graph.tensors.back().op = Op::Cpy;
-  c.graph.tensors.back().src = {3, 1, kNoTensor, kNoTensor, kNoTensor, kNoTensor, kNoTensor, kNoTensor, kNoTensor, kNoTensor};
+  c.graph.tensors.back().src = {3,         1,         kNoTensor, kNoTensor, kNoTensor,
+                                kNoTensor, kNoTensor, kNoTensor, kNoTensor, kNoTensor};
   EXPECT_EQ(check(c), "");
 }
 

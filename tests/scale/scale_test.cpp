@@ -36,9 +36,7 @@ namespace {
 using namespace galloc;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // The chain: blocks of ten tensors until there are n.
 Graph chain_graph(std::size_t n) {
@@ -50,17 +48,17 @@ Graph chain_graph(std::size_t n) {
   for (std::size_t block = 0; g.tensors.size() < n; ++block) {
     const std::string p = std::to_string(block);
     const TensorId a = g.add_node(g.new_op("a" + p, Op::MulMat, DataType::F32, {256}, {prev}));
-    const TensorId b = g.add_node(g.new_op("b" + p, Op::Scale, DataType::F32, {256}, {a}));           // in place over a
-    const TensorId v = g.add_node(g.new_view("v" + p, Op::View, b, 512, {128}));        // a view of b
+    const TensorId b = g.add_node(g.new_op("b" + p, Op::Scale, DataType::F32, {256}, {a}));  // in place over a
+    const TensorId v = g.add_node(g.new_view("v" + p, Op::View, b, 512, {128}));             // a view of b
     const TensorId c = g.add_node(g.new_op("c" + p, Op::MulMat, DataType::F32, {256}, {v}));
-    const TensorId d = g.add_node(g.new_op("d" + p, Op::Add, DataType::F32, {256}, {c, b}));          // in place over c
-    const TensorId br = g.add_node(g.new_op("br" + p, Op::MulMat, DataType::F32, {128}, {d}));        // a branch
+    const TensorId d = g.add_node(g.new_op("d" + p, Op::Add, DataType::F32, {256}, {c, b}));    // in place over c
+    const TensorId br = g.add_node(g.new_op("br" + p, Op::MulMat, DataType::F32, {128}, {d}));  // a branch
     const TensorId e = g.add_node(g.new_op("e" + p, Op::RmsNorm, DataType::F32, {256}, {d}));
     Tensor reshaped = g.new_view("r" + p, Op::Reshape, e, 0, {256});
     reshaped.ne = {16, 16, 1, 1};
     reshaped.nb = contiguous_strides(reshaped.type, reshaped.ne);
     const TensorId r = g.add_node(std::move(reshaped));
-    const TensorId f = g.add_node(g.new_op("f" + p, Op::Mul, DataType::F32, {256}, {r, br}));         // the join
+    const TensorId f = g.add_node(g.new_op("f" + p, Op::Mul, DataType::F32, {256}, {r, br}));  // the join
     if (block % 100 == 99) g[f].flags |= kFlagOutput;
     prev = f;
   }
@@ -80,7 +78,8 @@ Graph holes_graph(std::size_t n, Step* holes_node) {
   std::vector<TensorId> live;
   live.reserve(k);
   for (std::size_t i = 0; i < k; ++i) {
-    live.push_back(g.add_node(g.new_op("L" + std::to_string(i), Op::MulMat, DataType::F32, {16 + static_cast<std::int64_t>(i % 7) * 8}, {input})));
+    live.push_back(g.add_node(g.new_op("L" + std::to_string(i), Op::MulMat, DataType::F32,
+                                       {16 + static_cast<std::int64_t>(i % 7) * 8}, {input})));
   }
   for (int parity = 0; parity < 2; ++parity) {
     std::vector<TensorId> group;
@@ -149,8 +148,10 @@ Row run_case(const std::string& name, std::size_t n, Strategy strategy) {
   Step holes_node = -1;
   Bytes max_size = kUnlimited;
   Graph g;
-  if (name == "chain") g = chain_graph(n);
-  else if (name == "holes") g = holes_graph(n, &holes_node);
+  if (name == "chain")
+    g = chain_graph(n);
+  else if (name == "holes")
+    g = holes_graph(n, &holes_node);
   else {
     g = chunks_graph(n);
     max_size = 8192;
@@ -263,12 +264,15 @@ int main(int argc, char** argv) {
     } else if (arg == "--limit" && i + 1 < argc) {
       limit_s = static_cast<unsigned>(std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sizes N,N,...] [--graphs NAME,...] [--strategies NAME,...] [--limit SECONDS]\n", argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--sizes N,N,...] [--graphs NAME,...] [--strategies NAME,...] [--limit SECONDS]\n",
+          argv[0]);
       return 2;
     }
   }
-  std::printf("%-7s %9s %-6s %8s %9s %10s %9s %12s %12s %7s %8s  %s\n", "graph", "tensors", "plan", "build_s",
-              "plan_s", "validate_s", "rss_MiB", "bytes", "lower_bound", "chunks", "holes", "result");
+  std::printf("%-7s %9s %-6s %8s %9s %10s %9s %12s %12s %7s %8s  %s\n", "graph", "tensors", "plan", "build_s", "plan_s",
+              "validate_s", "rss_MiB", "bytes", "lower_bound", "chunks", "holes", "result");
   int failures = 0;
   for (std::size_t n : sizes) {
     for (const std::string& name : graphs) {

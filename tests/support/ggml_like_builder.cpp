@@ -28,8 +28,7 @@ TensorId GgmlLikeBuilder::input_1d(std::int64_t n_elements) {
 
 TensorId GgmlLikeBuilder::input_with_size(Bytes bytes) {
   if (bytes % 4 != 0) {
-    std::fprintf(stderr, "input_with_size(%llu): not a multiple of 4\n",
-                 static_cast<unsigned long long>(bytes));
+    std::fprintf(stderr, "input_with_size(%llu): not a multiple of 4\n", static_cast<unsigned long long>(bytes));
     std::abort();
   }
   return input_1d(static_cast<std::int64_t>(bytes / 4));
@@ -51,8 +50,7 @@ TensorId GgmlLikeBuilder::add(TensorId a, TensorId b) { return elementwise(Op::A
 TensorId GgmlLikeBuilder::mul(TensorId a, TensorId b) { return elementwise(Op::Mul, a, b); }
 TensorId GgmlLikeBuilder::scale(TensorId a) { return elementwise(Op::Scale, a, kNoTensor); }
 
-TensorId GgmlLikeBuilder::pad(TensorId a, std::int64_t p0, std::int64_t p1, std::int64_t p2,
-                              std::int64_t p3) {
+TensorId GgmlLikeBuilder::pad(TensorId a, std::int64_t p0, std::int64_t p1, std::int64_t p2, std::int64_t p3) {
   const Tensor& s = graph_[a];
   Tensor t;
   t.type = s.type;

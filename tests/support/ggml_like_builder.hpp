@@ -40,17 +40,16 @@ class GgmlLikeBuilder {
   TensorId mul(TensorId a, TensorId b);
   TensorId scale(TensorId a);
   // ggml_pad: ne[i] + p_i, op PAD.
-  TensorId pad(TensorId a, std::int64_t p0, std::int64_t p1 = 0, std::int64_t p2 = 0,
-               std::int64_t p3 = 0);
+  TensorId pad(TensorId a, std::int64_t p0, std::int64_t p1 = 0, std::int64_t p2 = 0, std::int64_t p3 = 0);
   // ggml_mean: f32, ne0 = 1, op MEAN.
   TensorId mean(TensorId a);
   // ggml_concat: ne[dim] is the sum of both, op CONCAT.
   TensorId concat(TensorId a, TensorId b, int dim);
 
   // Views: view_src is the root of a's view chain, offsets add up, src[0] = a.
-  TensorId reshape_2d(TensorId a, std::int64_t ne0, std::int64_t ne1);   // op RESHAPE
+  TensorId reshape_2d(TensorId a, std::int64_t ne0, std::int64_t ne1);       // op RESHAPE
   TensorId permute(TensorId a, int axis0, int axis1, int axis2, int axis3);  // op PERMUTE
-  TensorId view_1d(TensorId a, std::int64_t ne0, Bytes offset);        // op VIEW
+  TensorId view_1d(TensorId a, std::int64_t ne0, Bytes offset);              // op VIEW
 
   void set_input(TensorId t);
   void set_output(TensorId t);

@@ -8,8 +8,7 @@ namespace galloc::testing {
 RandomCase::Types RandomCase::make_buffer_types() const {
   Types result;
   for (std::size_t i = 0; i < types.size(); ++i) {
-    auto type = std::make_unique<NullBufferType>(types[i].alignment, types[i].max_size,
-                                                 "type" + std::to_string(i));
+    auto type = std::make_unique<NullBufferType>(types[i].alignment, types[i].max_size, "type" + std::to_string(i));
     type->set_alloc_padding(types[i].alloc_padding);
     result.owned.push_back(std::move(type));
   }
@@ -33,8 +32,10 @@ class Generator {
     for (int i = 0; i < n_leafs; ++i) {
       Tensor t = fresh_tensor(g, "leaf" + std::to_string(i));
       const int kind = uniform(0, 9);
-      if (kind < 4) t.flags |= kFlagInput;   // inputs
-      else if (kind < 7) t.has_memory = true; // weights
+      if (kind < 4)
+        t.flags |= kFlagInput;  // inputs
+      else if (kind < 7)
+        t.has_memory = true;  // weights
       // else: a plain leaf, allocated at step 0
       if (chance(0.05)) t.flags |= kFlagOutput;
       g.add_leaf(std::move(t));
@@ -54,7 +55,9 @@ class Generator {
   int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[static_cast<std::size_t>(uniform(0, static_cast<int>(v.size()) - 1))]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(uniform(0, static_cast<int>(v.size()) - 1))];
+  }
 
   void make_buffer_types(RandomCase& c) {
     const int n_types = uniform(1, std::max(1, options_.max_buffer_ids));
@@ -77,7 +80,7 @@ class Generator {
   std::array<std::int64_t, kMaxDims> random_shape() {
     // A small pool of shapes, so that "same layout" (and so in-place reuse) happens often.
     static const std::vector<std::array<std::int64_t, kMaxDims>> pool{
-        {16, 1, 1, 1}, {16, 4, 1, 1}, {7, 3, 1, 1}, {33, 1, 1, 1}, {8, 8, 2, 1},
+        {16, 1, 1, 1}, {16, 4, 1, 1}, {7, 3, 1, 1}, {33, 1, 1, 1},  {8, 8, 2, 1},
         {5, 1, 1, 1},  {64, 2, 1, 1}, {3, 3, 3, 1}, {100, 1, 1, 1}, {1, 1, 1, 1}};
     return pick(pool);
   }
@@ -127,10 +130,10 @@ class Generator {
       add_view(g, name);
       return;
     }
-    static const std::vector<Op> inplace{Op::Add, Op::Mul, Op::Scale, Op::SoftMax, Op::Unary,
-                                         Op::RmsNorm, Op::Sqr, Op::Fill, Op::Rope, Op::DiagMaskInf};
-    static const std::vector<Op> other{Op::MulMat, Op::Cont, Op::Concat, Op::Mean, Op::Pad,
-                                       Op::GetRows, Op::Norm, Op::Cpy, Op::Dup, Op::Argsort};
+    static const std::vector<Op> inplace{Op::Add,     Op::Mul, Op::Scale, Op::SoftMax, Op::Unary,
+                                         Op::RmsNorm, Op::Sqr, Op::Fill,  Op::Rope,    Op::DiagMaskInf};
+    static const std::vector<Op> other{Op::MulMat,  Op::Cont, Op::Concat, Op::Mean, Op::Pad,
+                                       Op::GetRows, Op::Norm, Op::Cpy,    Op::Dup,  Op::Argsort};
     const bool can_inplace = kind < 7;
     Tensor t;
     t.name = name;
@@ -192,7 +195,8 @@ class Generator {
       } else {
         const int n = uniform(1, max_elements);
         const Bytes slack = available - static_cast<Bytes>(n) * element;
-        const Bytes shift = slack == 0 || chance(0.4) ? 0 : static_cast<Bytes>(uniform(0, static_cast<int>(slack / element))) * element;
+        const Bytes shift =
+            slack == 0 || chance(0.4) ? 0 : static_cast<Bytes>(uniform(0, static_cast<int>(slack / element))) * element;
         t.ne = {n, 1, 1, 1};
         t.nb = contiguous_strides(t.type, t.ne);
         t.view_offs = base + shift;

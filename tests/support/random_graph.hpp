@@ -21,9 +21,9 @@ struct BufferTypeSpec {
 struct RandomCase {
   std::uint64_t seed = 0;
   Graph graph;
-  std::vector<BufferTypeSpec> types;        // distinct buffer types
-  std::vector<int> buffer_type_of_id;       // buffer id -> index into types (ids may share a type)
-  std::vector<BufferId> node_buffer_ids;    // empty when there is a single buffer id
+  std::vector<BufferTypeSpec> types;      // distinct buffer types
+  std::vector<int> buffer_type_of_id;     // buffer id -> index into types (ids may share a type)
+  std::vector<BufferId> node_buffer_ids;  // empty when there is a single buffer id
   std::vector<BufferId> leaf_buffer_ids;
 
   // galloc buffer types for the case, one object per distinct type, and the per-id list.

@@ -445,8 +445,7 @@ class ReferenceDynamicAllocator {
         return;
       }
     }
-    auto position = std::find_if(blocks.begin(), blocks.end(),
-                                 [&](const Block& b) { return b.offset >= offset; });
+    auto position = std::find_if(blocks.begin(), blocks.end(), [&](const Block& b) { return b.offset >= offset; });
     blocks.insert(position, Block{offset, size});
   }
 
@@ -483,10 +482,10 @@ class ReferenceDynamicAllocator {
 struct OracleProfile {
   Bytes alignment;
   Bytes max_chunk_size;
-  std::vector<Bytes> sizes;   // requests (a few distinct values give ties)
-  int live_target;            // live ranges kept about this many
-  double zero_free_chance;    // frees of 0 bytes: empty blocks, the arrays' odd case
-  double double_free_chance;  // frees of free memory: overlapping blocks
+  std::vector<Bytes> sizes;     // requests (a few distinct values give ties)
+  int live_target;              // live ranges kept about this many
+  double zero_free_chance;      // frees of 0 bytes: empty blocks, the arrays' odd case
+  double double_free_chance;    // frees of free memory: overlapping blocks
   double wild_free_chance = 0;  // frees of any range, allocated or not, up to 2^64
 };
 
@@ -511,8 +510,7 @@ void compare_state(const ReferenceDynamicAllocator& reference, const DynamicAllo
 
 // One random sequence; every allocation's address is compared, the whole state every few
 // operations and at the end.
-void run_oracle_sequence(const OracleProfile& profile, std::uint64_t seed, int operations,
-                         OracleStats& stats) {
+void run_oracle_sequence(const OracleProfile& profile, std::uint64_t seed, int operations, OracleStats& stats) {
   std::mt19937_64 rng(seed);
   ReferenceDynamicAllocator reference(profile.alignment, profile.max_chunk_size);
   DynamicAllocator allocator(profile.alignment, profile.max_chunk_size);
@@ -633,8 +631,8 @@ TEST(DynamicAllocatorOracle, HugeSizesWrapLikeUpstream) {
   for (int s = 0; s < 60; ++s) {
     const Bytes alignment = Bytes{1} << (rng() % 4);
     std::vector<Bytes> sizes = small_sizes(rng, alignment);
-    for (Bytes base : {Bytes{1} << 62, Bytes{1} << 63, (Bytes{1} << 63) + (Bytes{1} << 62),
-                       std::numeric_limits<Bytes>::max()}) {
+    for (Bytes base :
+         {Bytes{1} << 62, Bytes{1} << 63, (Bytes{1} << 63) + (Bytes{1} << 62), std::numeric_limits<Bytes>::max()}) {
       sizes.push_back(base - rng() % 64 * alignment);
       sizes.push_back(base - rng() % 64 * alignment);
     }

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 #include <random>
 #include <string>
@@ -25,7 +25,6 @@ namespace {
 
 using Buffer = testing::TimedBuffer;
 using testing::make_lifetimes;
-
 
 Bytes size_of(const Placement& placement, std::size_t allocator = 0) {
   return chunks_total(placement.chunk_sizes[allocator]);

@@ -127,7 +127,8 @@ void expect_alloc_works(GraphAllocator& allocator, Graph graph, const std::strin
     if (!slot.planned() || graph.tensors[t].is_view() || graph.tensors[t].has_memory) continue;
     const auto chunks = allocator.chunks(slot.buffer);
     ASSERT_LT(static_cast<std::size_t>(slot.chunk), chunks.size()) << context;
-    EXPECT_EQ(graph.tensors[t].data, static_cast<void*>(chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset))
+    EXPECT_EQ(graph.tensors[t].data,
+              static_cast<void*>(chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset))
         << context << ": tensor " << t;
   }
 }
@@ -190,7 +191,8 @@ TEST_P(FailureInjection, GrowingReserveKeepsThePreviousBuffersAtEveryAllocation)
   ASSERT_GE(needed[0] + needed[1], 2u);
   for (std::size_t which = 0; which < needed.size(); ++which) {
     for (std::size_t n = 1; n <= needed[which]; ++n) {
-      const std::string context = "type " + std::to_string(which) + ", allocation " + std::to_string(n) + " of the growth";
+      const std::string context =
+          "type " + std::to_string(which) + ", allocation " + std::to_string(n) + " of the growth";
       Types types;
       GraphAllocator allocator(types.per_id(), options_for(GetParam()));
       ASSERT_TRUE(allocator.reserve(small.graph, small.assignment()).is_ok());
@@ -258,8 +260,8 @@ TEST_P(FailureInjection, MeasureNeverAllocates) {
   EXPECT_EQ(types.a.allocations() + types.b.allocations(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, FailureInjection,
-                         ::testing::ValuesIn(all_strategies()), testing::strategy_param_name);
+INSTANTIATE_TEST_SUITE_P(Strategies, FailureInjection, ::testing::ValuesIn(all_strategies()),
+                         testing::strategy_param_name);
 
 // allocate_context_tensors splits the tensors into buffers of at most the max size; a failure
 // at any of them frees the ones before, and leaves every tensor's data as it was.

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -148,8 +148,8 @@ TEST_P(GraphAllocatorStrategies, EveryPlanPassesValidatePlacement) {
   EXPECT_TRUE(validate_placement(*lifetimes, *placement).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStrategies, GraphAllocatorStrategies,
-                         ::testing::ValuesIn(all_strategies()), testing::strategy_param_name);
+INSTANTIATE_TEST_SUITE_P(AllStrategies, GraphAllocatorStrategies, ::testing::ValuesIn(all_strategies()),
+                         testing::strategy_param_name);
 
 // ---------------------------------------------------------------------------------------------
 // The state machine (default options)

@@ -82,25 +82,31 @@ TEST(GraphJson, WriterOutputOfTheExampleIsStable) {
   ASSERT_TRUE(file.is_ok()) << file.status().to_string();
   const std::string text = write_graph_json(*file);
   // nb is left out where it is contiguous (row's explicit nb is), and so are empty fields.
-  EXPECT_EQ(text,
-            "{\n"
-            "  \"format\": \"galloc-graph\",\n"
-            "  \"version\": 1,\n"
-            "  \"buffer_types\": [\n"
-            "    {\"name\": \"CPU\", \"alignment\": 32}\n"
-            "  ],\n"
-            "  \"buffers\": [0],\n"
-            "  \"tensors\": [\n"
-            "    {\"id\": 0, \"name\": \"x\", \"type\": \"f32\", \"ne\": [64, 8, 1, 1], \"op\": \"NONE\", \"flags\": [\"input\"]},\n"
-            "    {\"id\": 1, \"name\": \"w\", \"type\": \"f16\", \"ne\": [64, 64, 1, 1], \"op\": \"NONE\", \"has_memory\": true},\n"
-            "    {\"id\": 2, \"name\": \"h\", \"type\": \"f32\", \"ne\": [64, 8, 1, 1], \"op\": \"MUL_MAT\", \"src\": [1, 0]},\n"
-            "    {\"id\": 3, \"name\": \"g\", \"type\": \"f32\", \"ne\": [64, 8, 1, 1], \"op\": \"UNARY\", \"src\": [2]},\n"
-            "    {\"id\": 4, \"name\": \"row\", \"type\": \"f32\", \"ne\": [64, 1, 1, 1], \"op\": \"VIEW\", \"src\": [3], \"view_src\": 3, \"view_offs\": 256},\n"
-            "    {\"id\": 5, \"name\": \"out\", \"type\": \"f32\", \"ne\": [64, 1, 1, 1], \"op\": \"SCALE\", \"src\": [4], \"flags\": [\"output\"]}\n"
-            "  ],\n"
-            "  \"nodes\": [2, 3, 4, 5],\n"
-            "  \"leafs\": [0, 1]\n"
-            "}\n");
+  EXPECT_EQ(
+      text,
+      "{\n"
+      "  \"format\": \"galloc-graph\",\n"
+      "  \"version\": 1,\n"
+      "  \"buffer_types\": [\n"
+      "    {\"name\": \"CPU\", \"alignment\": 32}\n"
+      "  ],\n"
+      "  \"buffers\": [0],\n"
+      "  \"tensors\": [\n"
+      "    {\"id\": 0, \"name\": \"x\", \"type\": \"f32\", \"ne\": [64, 8, 1, 1], \"op\": \"NONE\", \"flags\": "
+      "[\"input\"]},\n"
+      "    {\"id\": 1, \"name\": \"w\", \"type\": \"f16\", \"ne\": [64, 64, 1, 1], \"op\": \"NONE\", \"has_memory\": "
+      "true},\n"
+      "    {\"id\": 2, \"name\": \"h\", \"type\": \"f32\", \"ne\": [64, 8, 1, 1], \"op\": \"MUL_MAT\", \"src\": [1, "
+      "0]},\n"
+      "    {\"id\": 3, \"name\": \"g\", \"type\": \"f32\", \"ne\": [64, 8, 1, 1], \"op\": \"UNARY\", \"src\": [2]},\n"
+      "    {\"id\": 4, \"name\": \"row\", \"type\": \"f32\", \"ne\": [64, 1, 1, 1], \"op\": \"VIEW\", \"src\": [3], "
+      "\"view_src\": 3, \"view_offs\": 256},\n"
+      "    {\"id\": 5, \"name\": \"out\", \"type\": \"f32\", \"ne\": [64, 1, 1, 1], \"op\": \"SCALE\", \"src\": [4], "
+      "\"flags\": [\"output\"]}\n"
+      "  ],\n"
+      "  \"nodes\": [2, 3, 4, 5],\n"
+      "  \"leafs\": [0, 1]\n"
+      "}\n");
 }
 
 // A valid file with one tensor replaced or one top-level field changed.
@@ -111,7 +117,8 @@ std::string with_tensor(const std::string& tensor3) {
     {"id": 0, "name": "a", "type": "f32", "ne": [4, 1, 1, 1], "op": "NONE", "flags": ["input"]},
     {"id": 1, "name": "b", "type": "f32", "ne": [4, 1, 1, 1], "op": "SCALE", "src": [0]},
     {"id": 2, "name": "c", "type": "f32", "ne": [4, 1, 1, 1], "op": "ADD", "src": [0, 1]},
-    )" + tensor3 + R"(
+    )" + tensor3 +
+         R"(
   ],
   "nodes": [1, 2, 3], "leafs": [0]})";
 }
@@ -129,8 +136,9 @@ TEST(GraphJson, TheTemplateIsValid) { EXPECT_EQ(error_of(with_tensor(kGoodTensor
 
 // The messages docs/graph-format.md shows, word for word.
 TEST(GraphJson, DocumentedErrorMessages) {
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1], "op": "MUL", "src": [2, 1]})")),
-            "tensors[3] (id 3, 'kq'): field 'ne' must be an array of 4 integers, not [4,1,1]");
+  EXPECT_EQ(
+      error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1], "op": "MUL", "src": [2, 1]})")),
+      "tensors[3] (id 3, 'kq'): field 'ne' must be an array of 4 integers, not [4,1,1]");
   EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, "1", 1, 1], "op": "MUL"})")),
             "tensors[3] (id 3, 'kq'): field 'ne' must be an array of 4 integers (ne[1] is \"1\")");
   EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, -1, 1, 1], "op": "MUL"})")),
@@ -143,29 +151,40 @@ TEST(GraphJson, DocumentedErrorMessages) {
             "\"f16\", \"q4_0\", \"q4_K\", ...)");
   EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1]})")),
             "tensors[3] (id 3, 'kq'): missing field 'op'");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "src": [2, 12]})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "src": [2, 12]})")),
             "tensors[3] (id 3, 'kq'): src[1] is tensor 12, which is not in the file (4 tensors, ids 0..3)");
   EXPECT_EQ(error_of(with_tensor(R"({"id": 7, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL"})")),
             "tensors[3]: field 'id' is 7; tensor ids must be 0..n-1 in file order, so this one must be 3");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "flags": ["inptu"]})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "flags": ["inptu"]})")),
             "tensors[3] (id 3, 'kq'): unknown flag 'inptu' (flags are \"input\", \"output\", \"param\", \"loss\")");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "shape": 1})")),
-            "tensors[3] (id 3, 'kq'): unknown field 'shape' (known: id, name, type, ne, nb, op, src, "
-            "view_src, view_offs, flags, has_memory)");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "VIEW", "src": [2], "view_src": 2, "view_offs": 8})")),
-            "tensor 3 (kq): view [8, +16) reaches past its source tensor 2 (c) (16 bytes)");
+  EXPECT_EQ(
+      error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "shape": 1})")),
+      "tensors[3] (id 3, 'kq'): unknown field 'shape' (known: id, name, type, ne, nb, op, src, "
+      "view_src, view_offs, flags, has_memory)");
+  EXPECT_EQ(
+      error_of(with_tensor(
+          R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "VIEW", "src": [2], "view_src": 2, "view_offs": 8})")),
+      "tensor 3 (kq): view [8, +16) reaches past its source tensor 2 (c) (16 bytes)");
   EXPECT_EQ(error_of(R"({"format": "gguf", "version": 1})"),
             "not a galloc graph file: field 'format' is \"gguf\", expected \"galloc-graph\"");
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 2})"),
             "graph file: unsupported version 2 (this reader reads version 1)");
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "GPU", "alignment": 48}]})"),
             "buffer_types[0] ('GPU'): alignment 48 is not a power of two");
-  EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "GPU", "alignment": 32, "max_size": -1}]})"),
-            "buffer_types[0] ('GPU'): field 'max_size' is -1; it cannot be negative");
-  EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "GPU", "alignment": 32, "max_size": 18446744073709551616}]})"),
-            "buffer_types[0] ('GPU'): field 'max_size' must be an integer from 0 to 2^64-1, not 1.8446744073709552e+19");
-  EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}], "buffers": [0, 1]})"),
-            "buffers[1]: 1 is not a buffer type index (1 buffer types, indices 0..0)");
+  EXPECT_EQ(
+      error_of(
+          R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "GPU", "alignment": 32, "max_size": -1}]})"),
+      "buffer_types[0] ('GPU'): field 'max_size' is -1; it cannot be negative");
+  EXPECT_EQ(
+      error_of(
+          R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "GPU", "alignment": 32, "max_size": 18446744073709551616}]})"),
+      "buffer_types[0] ('GPU'): field 'max_size' must be an integer from 0 to 2^64-1, not 1.8446744073709552e+19");
+  EXPECT_EQ(
+      error_of(
+          R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}], "buffers": [0, 1]})"),
+      "buffers[1]: 1 is not a buffer type index (1 buffer types, indices 0..0)");
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
                         "tensors": [], "nodes": [], "leafs": [], "node_buffer_ids": [0]})"),
             "graph file: field 'node_buffer_ids' has 1 entries for 0 nodes");
@@ -202,31 +221,41 @@ TEST(GraphJson, ValidateGraphRunsAfterLoading) {
 
 TEST(GraphJson, MalformedInputIsAnErrorNotACrash) {
   // Bad UTF-8 in a name.
-  EXPECT_NE(error_of(with_tensor("{\"id\": 3, \"name\": \"k\xff\xfeq\", \"type\": \"f32\", \"ne\": [4, 1, 1, 1], \"op\": \"MUL\"}"))
-                .find("not valid JSON: parse error"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(with_tensor(
+                   "{\"id\": 3, \"name\": \"k\xff\xfeq\", \"type\": \"f32\", \"ne\": [4, 1, 1, 1], \"op\": \"MUL\"}"))
+          .find("not valid JSON: parse error"),
+      std::string::npos);
   // Deep nesting.
   EXPECT_EQ(error_of(std::string(100000, '[') + std::string(100000, ']')),
             "not valid for this format: JSON nested deeper than 64 levels (at byte 64)");
   // Huge and negative sizes.
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 99999999999999999999], "op": "MUL"})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 99999999999999999999], "op": "MUL"})")),
             "tensors[3] (id 3, 'kq'): field 'ne' must be an array of 4 integers (ne[3] is 1e+20)");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 9223372036854775808], "op": "MUL"})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 9223372036854775808], "op": "MUL"})")),
             "tensors[3] (id 3, 'kq'): ne[3] is 9223372036854775808, above 9223372036854775807");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "nb": [4, 16, 16, -16], "op": "MUL"})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "nb": [4, 16, 16, -16], "op": "MUL"})")),
             "tensors[3] (id 3, 'kq'): nb[3] is -16; it cannot be negative");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "nb": [4, 16, 16, 2.5], "op": "MUL"})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "nb": [4, 16, 16, 2.5], "op": "MUL"})")),
             "tensors[3] (id 3, 'kq'): nb[3] must be an integer from 0 to 2^64-1, not 2.5");
   // Sizes that overflow when multiplied: validate_graph's message.
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 9223372036854775807], "op": "MUL"})")),
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 9223372036854775807], "op": "MUL"})")),
             "tensor 3 (kq): size overflows (ne and nb too large)");
   // Wrong types everywhere.
   EXPECT_EQ(error_of("[]"), "not a galloc graph file: the top level must be an object, not a array");
-  EXPECT_EQ(error_of(""), "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - "
-                          "unexpected end of input; expected '[', '{', or a literal");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "src": "2"})")),
-            "tensors[3] (id 3, 'kq'): field 'src' must be an array, not a string");
-  EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "has_memory": 1})")),
+  EXPECT_EQ(error_of(""),
+            "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - "
+            "unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(
+      error_of(with_tensor(R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "src": "2"})")),
+      "tensors[3] (id 3, 'kq'): field 'src' must be an array, not a string");
+  EXPECT_EQ(error_of(with_tensor(
+                R"({"id": 3, "name": "kq", "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL", "has_memory": 1})")),
             "tensors[3] (id 3, 'kq'): field 'has_memory' must be true or false, not a number");
   EXPECT_EQ(error_of(with_tensor(R"({"id": 3, "name": 5, "type": "f32", "ne": [4, 1, 1, 1], "op": "MUL"})")),
             "tensors[3] (id 3): field 'name' must be a string, not a number");

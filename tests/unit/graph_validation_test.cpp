@@ -36,8 +36,7 @@ struct SmallGraph {
   }
   for (const std::string& part : parts) {
     if (status.message().find(part) == std::string::npos) {
-      return ::testing::AssertionFailure() << "'" << status.message() << "' does not mention '"
-                                           << part << "'";
+      return ::testing::AssertionFailure() << "'" << status.message() << "' does not mention '" << part << "'";
     }
   }
   return ::testing::AssertionSuccess() << status.message();
@@ -61,8 +60,7 @@ TEST(ValidateGraph, DescribeTensorNamesIdAndName) {
 TEST(ValidateGraph, SourceNotInTheGraph) {
   SmallGraph s;
   s.graph[s.c].src[1] = 99;
-  EXPECT_TRUE(fails_with(validate_graph(s.graph), {"tensor 2 (c)", "source 1", "tensor 99",
-                                                   "not in the graph"}));
+  EXPECT_TRUE(fails_with(validate_graph(s.graph), {"tensor 2 (c)", "source 1", "tensor 99", "not in the graph"}));
 }
 
 TEST(ValidateGraph, NegativeSourceIdOtherThanNone) {
@@ -75,8 +73,8 @@ TEST(ValidateGraph, NegativeSourceIdOtherThanNone) {
 TEST(ValidateGraph, SourceComputedLater) {
   SmallGraph s;
   s.graph[s.b].src[1] = s.c;
-  EXPECT_TRUE(fails_with(validate_graph(s.graph),
-                         {"tensor 1 (b)", "node 0", "tensor 2 (c)", "computed later", "node 1"}));
+  EXPECT_TRUE(
+      fails_with(validate_graph(s.graph), {"tensor 1 (b)", "node 0", "tensor 2 (c)", "computed later", "node 1"}));
 }
 
 TEST(ValidateGraph, NodesListedOutOfOrder) {
@@ -116,8 +114,8 @@ TEST(ValidateGraph, ViewOfAView) {
   e.src[0] = s.d;
   e.view_src = s.d;  // ggml would point at c, the root
   const TensorId id = s.graph.add_node(std::move(e));
-  EXPECT_TRUE(fails_with(validate_graph(s.graph),
-                         {"tensor " + std::to_string(id) + " (e)", "tensor 3 (d)", "itself a view"}));
+  EXPECT_TRUE(
+      fails_with(validate_graph(s.graph), {"tensor " + std::to_string(id) + " (e)", "tensor 3 (d)", "itself a view"}));
 }
 
 TEST(ValidateGraph, ViewOfItself) {
@@ -230,8 +228,7 @@ TEST(AnalyzeLifetimesArguments, AlignmentNotAPowerOfTwo) {
   EXPECT_TRUE(fails_with(result.status(), {"buffer type 1", "odd", "alignment 12", "power of two"}));
   NullBufferType zero(0, kUnlimited, "zero");
   const std::vector<const BufferType*> zero_types{&zero};
-  EXPECT_TRUE(fails_with(analyze_lifetimes(s.graph, zero_types).status(),
-                         {"buffer type 0", "alignment 0"}));
+  EXPECT_TRUE(fails_with(analyze_lifetimes(s.graph, zero_types).status(), {"buffer type 0", "alignment 0"}));
 }
 
 TEST(AnalyzeLifetimesArguments, InvalidGraphIsReported) {
@@ -261,9 +258,7 @@ TEST_P(AnalyzeLifetimesBadIds, AreRejectedWithTheIndex) {
   EXPECT_TRUE(fails_with(result.status(), c.message_parts));
 }
 
-std::string bad_ids_name(const ::testing::TestParamInfo<BadIdsCase>& param) {
-  return param.param.label;
-}
+std::string bad_ids_name(const ::testing::TestParamInfo<BadIdsCase>& param) { return param.param.label; }
 
 INSTANTIATE_TEST_SUITE_P(
     AnalyzeLifetimesArguments, AnalyzeLifetimesBadIds,

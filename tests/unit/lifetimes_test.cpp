@@ -66,11 +66,11 @@ TEST_F(LifetimesTest, TheGraphsInplaceOpsDecide) {
 // A parent with two children, an output parent, or a different layout is not reused.
 TEST_F(LifetimesTest, NoInplaceForSharedOutputOrOtherLayout) {
   const TensorId x = input("x", 16);
-  const TensorId a = node("a", Op::Scale, 16, {x});    // x still needed by c
-  const TensorId c = node("c", Op::Add, 16, {a, x});   // reuses a
+  const TensorId a = node("a", Op::Scale, 16, {x});   // x still needed by c
+  const TensorId c = node("c", Op::Add, 16, {a, x});  // reuses a
   g_[c].flags |= kFlagOutput;
-  const TensorId d = node("d", Op::Scale, 16, {c});    // c is an output
-  const TensorId e = node("e", Op::Scale, 8, {d});     // other shape
+  const TensorId d = node("d", Op::Scale, 16, {c});  // c is an output
+  const TensorId e = node("e", Op::Scale, 8, {d});   // other shape
   g_[e].flags |= kFlagOutput;
   const Lifetimes l = analyze();
   EXPECT_NE(storage_of(l, a), storage_of(l, x));
@@ -148,8 +148,8 @@ TEST_F(LifetimesTest, InputsAreAllocatedFirst) {
 
 // Upstream allocates input nodes while it is still counting children, so an input node can
 // take over a leaf whose later users are not counted yet; the leaf is then allocated again
-// (here at once, as the input source of b; a non-input leaf would wait for its next user). galloc's walk does the same (the differential test found it), and
-// storage ids stay consistent although two storages share a first tensor.
+// (here at once, as the input source of b; a non-input leaf would wait for its next user). galloc's walk does the same
+// (the differential test found it), and storage ids stay consistent although two storages share a first tensor.
 //
 //   leaf (input) ──> a = cont(leaf)
 //   b = scale(leaf), flagged input, listed after a

@@ -43,9 +43,7 @@ class MisalignedBufferType final : public BufferType {
   std::uintptr_t base_;
 };
 
-Tensor f32(const char* name, std::int64_t n) {
-  return Graph{}.new_tensor(name, DataType::F32, {n});
-}
+Tensor f32(const char* name, std::int64_t n) { return Graph{}.new_tensor(name, DataType::F32, {n}); }
 
 // ---------------------------------------------------------------------------------------------
 // LinearAllocator
@@ -232,7 +230,8 @@ TEST(AllocateContextTensors, RefusesATensorAboveTheMaxWhenAsked) {
   auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type, options);
   ASSERT_FALSE(allocation.is_ok());
   EXPECT_EQ(allocation.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(allocation.status().message().find("tensor big is too large to fit in a null buffer (tensor size: 48, max buffer size: 32)"),
+  EXPECT_NE(allocation.status().message().find(
+                "tensor big is too large to fit in a null buffer (tensor size: 48, max buffer size: 32)"),
             std::string::npos)
       << allocation.status().message();
   EXPECT_EQ(type.allocations(), 0u);
@@ -329,8 +328,7 @@ INSTANTIATE_TEST_SUITE_P(AllocateContextTensors, ContextAllocationSize,
                          ::testing::Values(SizeCase{8, kUnlimited, 0, {1, 2, 3, 4, 5}},
                                            SizeCase{32, 64, 0, {1, 8, 16, 3, 40, 2}},
                                            SizeCase{16, 48, 5, {4, 4, 4, 4, 20, 1}},
-                                           SizeCase{1, 10, 0, {2, 2, 1, 3, 1}},
-                                           SizeCase{64, 64, 0, {0, 16, 0, 17}}));
+                                           SizeCase{1, 10, 0, {2, 2, 1, 3, 1}}, SizeCase{64, 64, 0, {0, 16, 0, 17}}));
 
 // An allocation that fails halfway (the second of three buffers) returns the error, releases
 // the buffers made so far and leaves every tensor's data as it was.
@@ -350,8 +348,7 @@ TEST(AllocateContextTensors, AFailedAllocationChangesNothing) {
 
   auto allocation = allocate_context_tensors(ctx.graph, ctx.order, type);
   EXPECT_EQ(allocation.status().code(), ErrorCode::kOutOfMemory);
-  EXPECT_NE(allocation.status().message().find("16 bytes"), std::string::npos)
-      << allocation.status().message();
+  EXPECT_NE(allocation.status().message().find("16 bytes"), std::string::npos) << allocation.status().message();
   EXPECT_EQ(type.allocations(), 2u);
   EXPECT_EQ(type.live_buffers(), 0u);
   EXPECT_EQ(type.live_bytes(), 0u);

@@ -12,8 +12,8 @@
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
-#include "galloc/zoo.hpp"
 #include "galloc/validator.hpp"
+#include "galloc/zoo.hpp"
 #include "placement_internal.hpp"  // the picker's threshold
 #include "support/hand_made_lifetimes.hpp"
 #include "support/random_graph.hpp"
@@ -23,7 +23,6 @@ namespace {
 
 using Buffer = testing::TimedBuffer;
 using testing::make_lifetimes;
-
 
 void expect_valid(const Problem& lifetimes, const Placement& placement, const std::string& what = "") {
   const auto issues = validate_placement(lifetimes, placement);
@@ -161,8 +160,8 @@ TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
       for (LowestOffsetOrder order : {LowestOffsetOrder::kBusiestThenArea, LowestOffsetOrder::kBusiestThenLifetime}) {
         const Placement placement = place_lowest_offset_first(*lifetimes, {order});
         const auto issues = validate_placement(*lifetimes, placement);
-        ASSERT_TRUE(issues.empty()) << "seed " << seed << " defer " << defer << " order "
-                                    << static_cast<int>(order) << ": " << issues.front().message;
+        ASSERT_TRUE(issues.empty()) << "seed " << seed << " defer " << defer << " order " << static_cast<int>(order)
+                                    << ": " << issues.front().message;
         for (std::size_t a = 0; a < lower.size(); ++a) {
           EXPECT_GE(chunks_total(placement.chunk_sizes[a]), lower[a]) << "seed " << seed;
         }
@@ -177,7 +176,8 @@ TEST(LowestOffsetFirst, RandomGraphsGiveValidPlacements) {
         }
         for (std::size_t a = 0; a < lower.size(); ++a) {
           for (std::size_t ch = 0; ch < largest_in[a].size(); ++ch) {
-            EXPECT_LE(placement.chunk_sizes[a][ch], std::max(lifetimes->allocators[a].max_chunk_size, largest_in[a][ch]))
+            EXPECT_LE(placement.chunk_sizes[a][ch],
+                      std::max(lifetimes->allocators[a].max_chunk_size, largest_in[a][ch]))
                 << "seed " << seed << " allocator " << a << " chunk " << ch;
           }
         }
@@ -234,8 +234,8 @@ TEST(LowestOffsetFirst, ScanningAndTheLazyHeapPlaceAlike) {
 // (terabyte objects at alignment 1) the lazy heap places them, at the bound as before.
 TEST(LowestOffsetFirst, OffsetsPastTheScanningKeysStillReachTheBound) {
   constexpr Bytes kTiB = Bytes{1} << 40;
-  const Lifetimes lifetimes = make_lifetimes({{4, 7, 2 * kTiB}, {4, 7, 3 * kTiB}, {1, 3, 4 * kTiB}, {2, 5, 4 * kTiB}},
-                                             {{1, kUnlimited}});
+  const Lifetimes lifetimes =
+      make_lifetimes({{4, 7, 2 * kTiB}, {4, 7, 3 * kTiB}, {1, 3, 4 * kTiB}, {2, 5, 4 * kTiB}}, {{1, kUnlimited}});
   ASSERT_EQ(live_lower_bound(lifetimes)[0], 9 * kTiB);
   const Placement placement = place_lowest_offset_first(lifetimes);
   expect_valid(lifetimes, placement);

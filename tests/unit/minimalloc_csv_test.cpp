@@ -114,7 +114,7 @@ TEST(MiniMallocCsv, AlignmentAndOffsetColumns) {
   EXPECT_TRUE(problem->has_alignment_column);
   EXPECT_EQ(problem->problem.allocators.front().alignment, 64u);  // the largest
   EXPECT_EQ(problem->problem.storages[0].size, 128u);             // rounded up for the planners
-  EXPECT_EQ(problem->sizes[0], 100u);                                // as in the file
+  EXPECT_EQ(problem->sizes[0], 100u);                             // as in the file
   EXPECT_EQ(problem->alignments, (std::vector<Bytes>{64, 16}));
   EXPECT_EQ(problem->given_offsets[1], std::optional<Offset>{128});
   auto given = given_placement(*problem);
@@ -266,8 +266,12 @@ TEST(MiniMallocCsv, NeverCrashesOnGarbage) {
         const std::size_t at = rng() % (text.size() + 1);
         switch (rng() % 3) {
           case 0: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-          case 1: if (at < text.size()) text.erase(at, 1); break;
-          default: if (at < text.size()) text[at] = static_cast<char>(rng() % 256); break;
+          case 1:
+            if (at < text.size()) text.erase(at, 1);
+            break;
+          default:
+            if (at < text.size()) text[at] = static_cast<char>(rng() % 256);
+            break;
         }
       }
     }

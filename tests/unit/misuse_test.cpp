@@ -90,7 +90,8 @@ TEST(Misuse, SameSizesOtherStructureIsDetectedAndReReservedWithOneBufferId) {
   ASSERT_TRUE(allocator.alloc(second.graph).is_ok());
   // Re-reserved: the plan is the second graph's own, and c is not where a is.
   const Plan& plan = *allocator.plan();
-  EXPECT_NE(plan.tensors[static_cast<std::size_t>(second.c)].offset, plan.tensors[static_cast<std::size_t>(second.a)].offset);
+  EXPECT_NE(plan.tensors[static_cast<std::size_t>(second.c)].offset,
+            plan.tensors[static_cast<std::size_t>(second.a)].offset);
   EXPECT_NE(second.graph[second.c].data, second.graph[second.a].data);
   EXPECT_GT(*allocator.buffer_size(0), size_before);  // a and c live together now
   EXPECT_FALSE(allocator.needs_reserve(second.graph));
@@ -287,7 +288,8 @@ TEST_F(CApiMisuse, WrongIdsAreErrors) {
                GALLOC_ERROR_FAILED_PRECONDITION, "tensor_placement before reserve");
   ASSERT_EQ(galloc_allocator_reserve(allocator_, graph_, nullptr, nullptr), GALLOC_OK);
   expect_error(galloc_allocator_tensor_placement(allocator_, 2, nullptr, nullptr, nullptr), bad, "tensor_placement(n)");
-  expect_error(galloc_allocator_tensor_placement(allocator_, -5, nullptr, nullptr, nullptr), bad, "tensor_placement(-5)");
+  expect_error(galloc_allocator_tensor_placement(allocator_, -5, nullptr, nullptr, nullptr), bad,
+               "tensor_placement(-5)");
   expect_error(galloc_allocator_buffer_size(allocator_, 1, &size), bad, "buffer_size(1 of 1)");
   expect_error(galloc_allocator_buffer_size(allocator_, -1, &size), bad, "buffer_size(-1)");
   const int32_t node_ids[] = {3};

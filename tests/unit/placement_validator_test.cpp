@@ -34,8 +34,8 @@ class Problem {
     placement_.chunk_sizes[static_cast<std::size_t>(allocator)] = std::move(sizes);
   }
   // `size` bytes at chunk:offset, live over steps [from, to).
-  StorageId add(Bytes size, Step from, Step to, ChunkId chunk, Offset offset,
-                std::vector<TailFree> tails = {}, AllocatorId allocator = 0) {
+  StorageId add(Bytes size, Step from, Step to, ChunkId chunk, Offset offset, std::vector<TailFree> tails = {},
+                AllocatorId allocator = 0) {
     StorageObject storage;
     storage.allocator = allocator;
     storage.size = size;
@@ -45,9 +45,7 @@ class Problem {
     placement_.storage_address.push_back({chunk, offset});
     return static_cast<StorageId>(lifetimes_.storages.size() - 1);
   }
-  [[nodiscard]] std::vector<PlacementIssue> validate() const {
-    return validate_placement(lifetimes_, placement_);
-  }
+  [[nodiscard]] std::vector<PlacementIssue> validate() const { return validate_placement(lifetimes_, placement_); }
   Placement& placement() { return placement_; }
 
  private:

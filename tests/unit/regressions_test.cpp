@@ -11,14 +11,13 @@
 namespace galloc {
 namespace {
 
-// Fixed in src/lifetimes.cpp (LivenessWalk::overwrites_whole). Deferred written leafs (LifetimeOptions::defer_written_leafs, used by every strategy
-// but ggml) must only defer a leaf that its first writer overwrites completely. SET and ACC
-// (set_inplace/acc_inplace: a view of the leaf, src = {leaf, values}) write part of it and
-// keep (ACC: read) the rest; SET_ROWS (src = {values, rows}) keeps the rows it does not select.
-// The leaf is set by the application after alloc, like every leaf ggml allocates up front, so
-// allocating it only at the write gives it memory that an earlier tensor used (and the
-// application's write lands on that tensor). Found by the property tests (tests/property/,
-// PropertyRegressions has the executed version of the same graphs).
+// Fixed in src/lifetimes.cpp (LivenessWalk::overwrites_whole). Deferred written leafs
+// (LifetimeOptions::defer_written_leafs, used by every strategy but ggml) must only defer a leaf that its first writer
+// overwrites completely. SET and ACC (set_inplace/acc_inplace: a view of the leaf, src = {leaf, values}) write part of
+// it and keep (ACC: read) the rest; SET_ROWS (src = {values, rows}) keeps the rows it does not select. The leaf is set
+// by the application after alloc, like every leaf ggml allocates up front, so allocating it only at the write gives it
+// memory that an earlier tensor used (and the application's write lands on that tensor). Found by the property tests
+// (tests/property/, PropertyRegressions has the executed version of the same graphs).
 //
 //   x (input) -> n0 = mul_mat(x) -> n1 = mul_mat(n0) --+
 //   l (plain leaf, 64 bytes) --------------------------+--> w = op(l, n1)  (a view of l, output)

@@ -21,7 +21,6 @@ namespace {
 
 using detail::cannot_be_beaten;
 
-
 constexpr GreedyOptions kGreedyVariants[] = {
     {GreedyOrder::kDecreasingSize, GapChoice::kBestFit},
     {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset},
@@ -73,7 +72,8 @@ Placement obvious_greedy(const Problem& lifetimes, const GreedyOptions& options)
             overlapping.push_back(p);
           }
         }
-        std::sort(overlapping.begin(), overlapping.end(), [](const Placed& x, const Placed& y) { return x.begin < y.begin; });
+        std::sort(overlapping.begin(), overlapping.end(),
+                  [](const Placed& x, const Placed& y) { return x.begin < y.begin; });
         Offset cursor = 0;
         std::optional<Bytes> smallest;
         for (const Placed& p : overlapping) {
@@ -111,7 +111,9 @@ Placement obvious_greedy(const Problem& lifetimes, const GreedyOptions& options)
 // long-lived ones and ones live to the end.
 Lifetimes random_lifetimes(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  auto uniform = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
   Lifetimes lifetimes;
   const auto n_allocators = uniform(1, 3);
   for (std::int64_t a = 0; a < n_allocators; ++a) {
@@ -129,7 +131,7 @@ Lifetimes random_lifetimes(std::uint64_t seed) {
     object.live.lower = uniform(0, steps - 1);
     const auto kind = uniform(0, 9);
     const Step longest = steps - object.live.lower;
-    object.live.upper = object.live.lower + (kind < 6 ? std::min<Step>(longest, uniform(1, 6))
+    object.live.upper = object.live.lower + (kind < 6   ? std::min<Step>(longest, uniform(1, 6))
                                              : kind < 8 ? uniform(1, longest)
                                                         : longest);
     lifetimes.storages.push_back(object);
@@ -190,14 +192,15 @@ TEST(GreedyStrategy, PlacesEveryObjectWhereTheObviousAlgorithmDoes) {
   for (std::uint64_t seed = 0; seed < 150; ++seed) {
     const auto c = testing::random_case(seed);
     auto types = c.make_buffer_types();
-    auto lifetimes = analyze_lifetimes(c.graph, types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids},
-                                       {.defer_written_leafs = true});
+    auto lifetimes =
+        analyze_lifetimes(c.graph, types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids}, {.defer_written_leafs = true});
     ASSERT_TRUE(lifetimes.is_ok());
     for (const GreedyOptions& options : kGreedyVariants) {
       const Placement fast = place_greedy(*lifetimes, options);
       const Placement obvious = obvious_greedy(*lifetimes, options);
       ASSERT_EQ(fast.chunk_sizes, obvious.chunk_sizes) << "graph seed " << seed << ", " << variant_name(options);
-      ASSERT_EQ(fast.storage_address, obvious.storage_address) << "graph seed " << seed << ", " << variant_name(options);
+      ASSERT_EQ(fast.storage_address, obvious.storage_address)
+          << "graph seed " << seed << ", " << variant_name(options);
     }
   }
 }
@@ -215,8 +218,8 @@ TEST(GreedyStrategy, AZeroSizeObjectSplitsAGap) {
   Lifetimes lifetimes;
   lifetimes.allocators.push_back({1, kUnlimited});
   lifetimes.events.resize(10);
-  for (const auto& [size, lower, upper] : {std::tuple<Bytes, Step, Step>{32, 0, 10}, {64, 0, 1}, {32, 0, 10},
-                                           {16, 1, 2}, {0, 1, 10}, {64, 2, 10}}) {
+  for (const auto& [size, lower, upper] :
+       {std::tuple<Bytes, Step, Step>{32, 0, 10}, {64, 0, 1}, {32, 0, 10}, {16, 1, 2}, {0, 1, 10}, {64, 2, 10}}) {
     StorageObject object;
     object.size = size;
     object.live = {lower, upper};
@@ -238,8 +241,8 @@ TEST(BestStrategy, NeverWorseThanAnyGreedyVariantPerBuffer) {
   for (std::uint64_t seed = 0; seed < 400; ++seed) {
     const auto c = seed < 300 ? testing::random_case(seed) : testing::random_case(seed, larger);
     auto types = c.make_buffer_types();
-    auto lifetimes = analyze_lifetimes(c.graph, types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids},
-                                       {.defer_written_leafs = true});
+    auto lifetimes =
+        analyze_lifetimes(c.graph, types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids}, {.defer_written_leafs = true});
     ASSERT_TRUE(lifetimes.is_ok());
     auto best = place(*lifetimes, {Strategy::kBest});
     ASSERT_TRUE(best.is_ok());
@@ -247,7 +250,8 @@ TEST(BestStrategy, NeverWorseThanAnyGreedyVariantPerBuffer) {
     for (const GreedyOptions& options : kGreedyVariants) {
       const Placement greedy = place_greedy(*lifetimes, options);
       for (std::size_t a = 0; a < greedy.chunk_sizes.size(); ++a) {
-        EXPECT_LE(chunks_total(best->chunk_sizes[a]), chunks_total(greedy.chunk_sizes[a])) << "seed " << seed << ", " << variant_name(options);
+        EXPECT_LE(chunks_total(best->chunk_sizes[a]), chunks_total(greedy.chunk_sizes[a]))
+            << "seed " << seed << ", " << variant_name(options);
       }
     }
   }

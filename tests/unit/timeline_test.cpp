@@ -84,7 +84,8 @@ TEST_F(TimelineTiny, DefaultIsSixtyFourColumns) {
 // while both are live, and the validator agrees.
 TEST_F(TimelineTiny, OverlapIsMarked) {
   PlanningResult result = plan();
-  const auto copy = static_cast<std::size_t>(result.lifetimes.tensor_storage[static_cast<std::size_t>(*g.find("copy"))]);
+  const auto copy =
+      static_cast<std::size_t>(result.lifetimes.tensor_storage[static_cast<std::size_t>(*g.find("copy"))]);
   result.placement.storage_address[copy].offset = 32;
   ASSERT_FALSE(validate_placement(result.lifetimes, result.placement).empty());
   EXPECT_EQ(draw_timeline(g, result, {.columns = 16}),

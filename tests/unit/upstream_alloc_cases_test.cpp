@@ -9,9 +9,9 @@
 // Each case keeps upstream's bound and, below it, the exact layout that llama.rn 0.12.9's
 // ggml-alloc.c gives: worked out by hand from that file (the reasoning is in the comments) and
 // confirmed by running the same cases, with upstream's dummy backend, on ggml 0.12.9 as built
-// by integrations/ggml/build.sh. The `ggml` strategy must reproduce it to the byte. Upstream's correctness checks are ported as
-// check_all_allocated / check_no_overlap (with can_reuse_memory) / check_max_size, written
-// over galloc's plan rather than ggml's buffers; every case also runs validate_placement.
+// by integrations/ggml/build.sh. The `ggml` strategy must reproduce it to the byte. Upstream's correctness checks are
+// ported as check_all_allocated / check_no_overlap (with can_reuse_memory) / check_max_size, written over galloc's plan
+// rather than ggml's buffers; every case also runs validate_placement.
 //
 // Layout notation: "b0 c1 [0,24)" is buffer id 0, chunk 1, bytes [0, 24).
 #include <gtest/gtest.h>
@@ -39,9 +39,7 @@ GraphAllocatorOptions ggml_options() {
 // ---------------------------------------------------------------------------------------------
 // Upstream's checks, over a plan.
 
-TensorId root_of(const Graph& graph, TensorId id) {
-  return graph[id].is_view() ? graph[id].view_src : id;
-}
+TensorId root_of(const Graph& graph, TensorId id) { return graph[id].is_view() ? graph[id].view_src : id; }
 
 // Where a tensor's bytes are: its own slot, or its view source's slot moved by the view offset.
 // nullopt for memory galloc does not own (has_memory) and for tensors the plan left out.
@@ -72,9 +70,8 @@ std::string where(const Graph& graph, const Plan& plan, TensorId id) {
   if (graph[root_of(graph, id)].has_memory) return "external";
   const auto location = locate(graph, plan, id);
   if (!location) return "unplanned";
-  std::string text = "b" + std::to_string(location->buffer) + " c" +
-                     std::to_string(location->chunk) + " [" + std::to_string(location->begin) +
-                     "," + std::to_string(location->begin + location->nbytes) + ")";
+  std::string text = "b" + std::to_string(location->buffer) + " c" + std::to_string(location->chunk) + " [" +
+                     std::to_string(location->begin) + "," + std::to_string(location->begin + location->nbytes) + ")";
   if (graph[id].is_view()) text = "view of " + graph[graph[id].view_src].name + " at " + text;
   return text;
 }
@@ -123,8 +120,7 @@ bool can_reuse_memory(const Graph& graph, std::size_t current_i, TensorId curren
       if (overlap && !can_reuse_memory(graph, i, t, o)) {
         return ::testing::AssertionFailure()
                << describe_tensor(graph, t) << " at " << where(graph, plan, t) << " overlaps "
-               << describe_tensor(graph, o) << " at " << where(graph, plan, o)
-               << ", which is still needed";
+               << describe_tensor(graph, o) << " at " << where(graph, plan, o) << ", which is still needed";
       }
     }
   }
@@ -140,17 +136,15 @@ bool can_reuse_memory(const Graph& graph, std::size_t current_i, TensorId curren
     if (!location) continue;
     const Bytes max_size = types[static_cast<std::size_t>(location->buffer)]->max_size();
     if (location->begin + location->nbytes > max_size) {
-      return ::testing::AssertionFailure() << describe_tensor(graph, id) << " at "
-                                           << where(graph, plan, id) << " passes max size "
-                                           << max_size;
+      return ::testing::AssertionFailure()
+             << describe_tensor(graph, id) << " at " << where(graph, plan, id) << " passes max size " << max_size;
     }
   }
   return ::testing::AssertionSuccess();
 }
 
 // The data pointers alloc set agree with the plan: chunk base + offset, view source + offset.
-::testing::AssertionResult check_data_matches_plan(const Graph& graph,
-                                                   const GraphAllocator& allocator) {
+::testing::AssertionResult check_data_matches_plan(const Graph& graph, const GraphAllocator& allocator) {
   const Plan& plan = *allocator.plan();
   for (std::size_t i = 0; i < graph.tensors.size(); ++i) {
     const auto id = static_cast<TensorId>(i);
@@ -166,14 +160,14 @@ bool can_reuse_memory(const Graph& graph, std::size_t current_i, TensorId curren
       if (!slot.planned()) continue;
       const auto chunks = allocator.chunks(slot.buffer);
       if (static_cast<std::size_t>(slot.chunk) >= chunks.size()) {
-        return ::testing::AssertionFailure() << describe_tensor(graph, id) << " is in chunk "
-                                             << slot.chunk << " of " << chunks.size();
+        return ::testing::AssertionFailure()
+               << describe_tensor(graph, id) << " is in chunk " << slot.chunk << " of " << chunks.size();
       }
       expected = chunks[static_cast<std::size_t>(slot.chunk)]->base() + slot.offset;
     }
     if (t.data != expected) {
-      return ::testing::AssertionFailure() << describe_tensor(graph, id) << ": data "
-                                           << t.data << ", plan says " << expected;
+      return ::testing::AssertionFailure()
+             << describe_tensor(graph, id) << ": data " << t.data << ", plan says " << expected;
     }
   }
   return ::testing::AssertionSuccess();
@@ -196,8 +190,7 @@ bool can_reuse_memory(const Graph& graph, std::size_t current_i, TensorId curren
   return ::testing::AssertionSuccess();
 }
 
-void check_allocation(const Graph& graph, const GraphAllocator& allocator,
-                      const std::vector<const BufferType*>& types,
+void check_allocation(const Graph& graph, const GraphAllocator& allocator, const std::vector<const BufferType*>& types,
                       const BufferAssignment& assignment = {}, bool max_size = true) {
   ASSERT_TRUE(allocator.plan().has_value());
   const Plan& plan = *allocator.plan();
@@ -328,8 +321,7 @@ TEST(UpstreamAllocCases, NotEnoughChunks) {
 
   EXPECT_EQ(chunk_sizes(allocator), std::vector<Bytes>(kMaxChunks + 1, kMaxSize));
   for (int i = 0; i <= kMaxChunks; ++i) {
-    EXPECT_EQ(at(b, allocator, ("x" + std::to_string(i)).c_str()),
-              "b0 c" + std::to_string(i) + " [0,8)");
+    EXPECT_EQ(at(b, allocator, ("x" + std::to_string(i)).c_str()), "b0 c" + std::to_string(i) + " [0,8)");
   }
   // Every sum works in place of the accumulator, which started in x0's chunk.
   EXPECT_EQ(where(b.graph(), *allocator.plan(), acc), "b0 c0 [0,8)");
@@ -483,38 +475,37 @@ std::string merge_free_block_name(const ::testing::TestParamInfo<MergeFreeBlockC
                                             : "MaxSize" + std::to_string(param.param.max_size);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    UpstreamAllocCases, UpstreamMergeFreeBlock,
-    ::testing::Values(
-        // Max 32. Chunk 0: x2 [0,16) x0 [16,32); chunk 1: x1; chunk 2: x5 (fits nowhere).
-        // x2 freed -> x3, x4 go to chunk 0's last block (reuse 24, then 16: the only
-        // non-negative reuse factors); x0 freed merges with it; x7 (24) takes [8,32) of
-        // chunk 0 exactly (reuse factor 0 beats chunk 1's -8).
-        MergeFreeBlockCase{32,
-                           {32, 16, 24},
-                           {{"x2", "b0 c0 [0,16)"},
-                            {"x0", "b0 c0 [16,32)"},
-                            {"x1", "b0 c1 [0,16)"},
-                            {"x5", "b0 c2 [0,24)"},
-                            {"x3", "b0 c0 [0,4)"},
-                            {"x4", "b0 c0 [8,12)"},
-                            {"x6", "b0 c0 [0,4)"},
-                            {"x7", "b0 c0 [8,32)"},
-                            {"x8", "b0 c2 [0,24)"}}},
-        // Unlimited: one chunk. x2 freed leaves [0,16) for x3 and x4; x0 and x1 freed merge
-        // into [8,48) ... x7 (24) fits at 8, below x5 at [48,72).
-        MergeFreeBlockCase{kUnlimited,
-                           {72},
-                           {{"x2", "b0 c0 [0,16)"},
-                            {"x0", "b0 c0 [16,32)"},
-                            {"x1", "b0 c0 [32,48)"},
-                            {"x5", "b0 c0 [48,72)"},
-                            {"x3", "b0 c0 [0,4)"},
-                            {"x4", "b0 c0 [8,12)"},
-                            {"x6", "b0 c0 [0,4)"},
-                            {"x7", "b0 c0 [8,32)"},
-                            {"x8", "b0 c0 [48,72)"}}}),
-    merge_free_block_name);
+INSTANTIATE_TEST_SUITE_P(UpstreamAllocCases, UpstreamMergeFreeBlock,
+                         ::testing::Values(
+                             // Max 32. Chunk 0: x2 [0,16) x0 [16,32); chunk 1: x1; chunk 2: x5 (fits nowhere).
+                             // x2 freed -> x3, x4 go to chunk 0's last block (reuse 24, then 16: the only
+                             // non-negative reuse factors); x0 freed merges with it; x7 (24) takes [8,32) of
+                             // chunk 0 exactly (reuse factor 0 beats chunk 1's -8).
+                             MergeFreeBlockCase{32,
+                                                {32, 16, 24},
+                                                {{"x2", "b0 c0 [0,16)"},
+                                                 {"x0", "b0 c0 [16,32)"},
+                                                 {"x1", "b0 c1 [0,16)"},
+                                                 {"x5", "b0 c2 [0,24)"},
+                                                 {"x3", "b0 c0 [0,4)"},
+                                                 {"x4", "b0 c0 [8,12)"},
+                                                 {"x6", "b0 c0 [0,4)"},
+                                                 {"x7", "b0 c0 [8,32)"},
+                                                 {"x8", "b0 c2 [0,24)"}}},
+                             // Unlimited: one chunk. x2 freed leaves [0,16) for x3 and x4; x0 and x1 freed merge
+                             // into [8,48) ... x7 (24) fits at 8, below x5 at [48,72).
+                             MergeFreeBlockCase{kUnlimited,
+                                                {72},
+                                                {{"x2", "b0 c0 [0,16)"},
+                                                 {"x0", "b0 c0 [16,32)"},
+                                                 {"x1", "b0 c0 [32,48)"},
+                                                 {"x5", "b0 c0 [48,72)"},
+                                                 {"x3", "b0 c0 [0,4)"},
+                                                 {"x4", "b0 c0 [8,12)"},
+                                                 {"x6", "b0 c0 [0,4)"},
+                                                 {"x7", "b0 c0 [8,32)"},
+                                                 {"x8", "b0 c0 [48,72)"}}}),
+                         merge_free_block_name);
 
 // Freed memory inside a chunk is preferred over growing it, even where the chunk's unused tail
 // would fit the tensor better. Alignment 4.

@@ -15,8 +15,8 @@
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
 #include "galloc/planner.hpp"
-#include "galloc/zoo.hpp"
 #include "galloc/validator.hpp"
+#include "galloc/zoo.hpp"
 
 namespace galloc {
 namespace {
@@ -49,8 +49,8 @@ Bytes largest_planned(const Graph& graph) {
 }
 
 std::size_t count_op(const Graph& graph, Op op) {
-  return static_cast<std::size_t>(std::count_if(graph.nodes.begin(), graph.nodes.end(),
-                                                [&](TensorId id) { return graph[id].op == op; }));
+  return static_cast<std::size_t>(
+      std::count_if(graph.nodes.begin(), graph.nodes.end(), [&](TensorId id) { return graph[id].op == op; }));
 }
 
 // ---- the registry ---------------------------------------------------------------------------
@@ -104,8 +104,8 @@ TEST(ZooTest, BuildingTwiceGivesTheSameGraph) {
     for (std::size_t i = 0; i < a.tensors.size(); ++i) {
       const Tensor& x = a.tensors[i];
       const Tensor& y = b.tensors[i];
-      EXPECT_TRUE(x.name == y.name && x.op == y.op && same_layout(x, y) && x.src == y.src &&
-                  x.view_src == y.view_src && x.view_offs == y.view_offs && x.flags == y.flags)
+      EXPECT_TRUE(x.name == y.name && x.op == y.op && same_layout(x, y) && x.src == y.src && x.view_src == y.view_src &&
+                  x.view_offs == y.view_offs && x.flags == y.flags)
           << name << " tensor " << i;
     }
   }
@@ -169,8 +169,7 @@ void expect_ggml_shapes(const Graph& graph, const std::string& name) {
         EXPECT_EQ(t.ne[0], src(0).ne[0]) << where;
         EXPECT_EQ(t.ne[1], src(1).ne[0]) << where;
         break;
-      default:
-        break;
+      default: break;
     }
     // A view of a view points at the root, as ggml does.
     if (t.is_view()) {
@@ -235,10 +234,13 @@ TEST_P(ZooGraphTest, BuildsValidatesAndPlansAtFullSize) {
   EXPECT_TRUE(std::any_of(graph.leafs.begin(), graph.leafs.end(),
                           [&](TensorId id) { return graph[id].is_input() || graph[id].is_view(); }))
       << name << " reads nothing";
-  EXPECT_TRUE(std::any_of(graph.nodes.begin(), graph.nodes.end(), [&](TensorId id) {
-    const Tensor& t = graph[id];
-    return t.is_output() || ((t.op == Op::Cpy || t.op == Op::SetRows) && t.is_view() && graph[t.view_src].has_memory);
-  })) << name << " writes nothing";
+  EXPECT_TRUE(std::any_of(graph.nodes.begin(), graph.nodes.end(),
+                          [&](TensorId id) {
+                            const Tensor& t = graph[id];
+                            return t.is_output() || ((t.op == Op::Cpy || t.op == Op::SetRows) && t.is_view() &&
+                                                     graph[t.view_src].has_memory);
+                          }))
+      << name << " writes nothing";
   expect_plans(graph, name);
 }
 
