@@ -17,7 +17,7 @@ PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 # (property tests), Chromium (the timeline page's browser test), clang and its runtime (the
 # clang build and the fuzzers).
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev librapidcheck-dev \
-                   chromium clang libclang-rt-14-dev
+                   chromium clang clang-format libclang-rt-14-dev
 
 .PHONY: all deps ggml configure build run test unit-test asan-test clang-test clean
 
