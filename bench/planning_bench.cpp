@@ -4,96 +4,21 @@
 //
 //   build/bench/galloc_planning_bench [--repetitions N] [--filter SUBSTRING]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "galloc/graph_allocator.hpp"
+#include "bench_cases.hpp"
 #include "galloc/planner.hpp"
 #include "ggml_bridge.hpp"
-#include "support/random_graph.hpp"
-#if __has_include("galloc/zoo.hpp") && !defined(GALLOC_BENCH_NO_ZOO)
-#include "galloc/zoo.hpp"
-#define GALLOC_HAVE_ZOO 1
-#endif
-
-namespace {
 
 using galloc::Bytes;
-
-struct NamedCase {
-  std::string name;
-  galloc::testing::RandomCase c;
-};
-
-// The graphs: the zoo at real dimensions on a CPU-like buffer type (alignment 32, as ggml's
-// CPU buffer), and large random graphs.
-std::vector<NamedCase> cases() {
-  std::vector<NamedCase> result;
-#ifdef GALLOC_HAVE_ZOO
-  for (const auto& entry : galloc::zoo::list()) {
-    auto graph = galloc::zoo::build(entry.name);
-    if (!graph) continue;
-    NamedCase named{entry.name, {}};
-    named.c.graph = std::move(graph).value();
-    named.c.types = {{32, galloc::kUnlimited, 0}};
-    named.c.buffer_type_of_id = {0};
-    result.push_back(std::move(named));
-  }
-#endif
-  galloc::testing::RandomGraphOptions options;
-  options.max_nodes = 2000;
-  options.max_leafs = 200;
-  options.allow_small_max_size = false;  // stock caps chunks at 16, galloc does not
-  for (std::uint64_t seed : {1u, 2u, 3u}) {
-    result.push_back({"random-" + std::to_string(seed), galloc::testing::random_case(seed, options)});
-  }
-  return result;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-struct GallocTiming {
-  double reserve_seconds = 0;
-  double alloc_seconds = 0;
-  Bytes size = 0;
-  Bytes lower_bound = 0;
-};
-
-GallocTiming time_galloc(const galloc::testing::RandomCase& c, galloc::Strategy strategy, int repetitions) {
-  auto types = c.make_buffer_types();
-  galloc::GraphAllocator allocator(types.per_id, {{strategy}});
-  galloc::Graph graph = c.graph;
-  const galloc::BufferAssignment assignment{c.node_buffer_ids, c.leaf_buffer_ids};
-  std::vector<double> reserve, alloc;
-  for (int r = 0; r < repetitions; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const galloc::Status reserved = allocator.reserve(graph, assignment);
-    const auto t1 = std::chrono::steady_clock::now();
-    const galloc::Status allocated = allocator.alloc(graph);
-    const auto t2 = std::chrono::steady_clock::now();
-    if (!reserved || !allocated) {
-      std::fprintf(stderr, "galloc failed: %s %s\n", reserved.to_string().c_str(), allocated.to_string().c_str());
-      break;
-    }
-    reserve.push_back(std::chrono::duration<double>(t1 - t0).count());
-    alloc.push_back(std::chrono::duration<double>(t2 - t1).count());
-  }
-  GallocTiming timing;
-  timing.reserve_seconds = median(reserve);
-  timing.alloc_seconds = median(alloc);
-  timing.size = allocator.plan()->total_size();
-  timing.lower_bound = allocator.plan()->total_lower_bound();
-  return timing;
-}
-
-}  // namespace
+using galloc::bench::GallocTiming;
+using galloc::bench::NamedCase;
+using galloc::bench::time_galloc;
 
 int main(int argc, char** argv) {
   int repetitions = 9;
@@ -109,7 +34,7 @@ int main(int argc, char** argv) {
   std::vector<double> size_ratio(strategies.size(), 0), plan_ratio(strategies.size(), 0),
       alloc_ratio(strategies.size(), 0);
   int counted = 0;
-  for (const NamedCase& named : cases()) {
+  for (const NamedCase& named : galloc::bench::cases(/*small_max_sizes=*/false)) {
     if (!filter.empty() && named.name.find(filter) == std::string::npos) continue;
     const auto stock = galloc::ggml_bridge::time_stock(named.c, repetitions);
     if (!stock.error.empty()) {
