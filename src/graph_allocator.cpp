@@ -10,6 +10,10 @@ namespace galloc {
 namespace {
 
 constexpr std::uint32_t kWalkFlags = kFlagInput | kFlagOutput;
+// record_replay's marks in scratch_ before they become slot indices.
+constexpr std::int32_t kNotRead = -1;
+constexpr std::int32_t kRead = -2;
+constexpr std::int32_t kReadNode = -3;
 
 }  // namespace
 
@@ -78,22 +82,26 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   reserved_leafs_ = graph.leafs;
   reserved_inplace_ops_ = graph.inplace_ops;
   // A slot for every tensor the walk reads (leafs, nodes and their sources), in id order so
-  // that alloc goes through the tensors front to back, once.
-  seen_.assign(graph.tensors.size(), 0);
-  for (TensorId id : graph.nodes) seen_[static_cast<std::size_t>(id)] = 1;
+  // that alloc goes through the tensors front to back; and the order in which ggml's
+  // alloc_graph first reaches them, for an AllocSink. scratch_ holds each tensor's slot.
+  scratch_.assign(graph.tensors.size(), kNotRead);
+  for (TensorId id : lifetimes.read_order) scratch_[static_cast<std::size_t>(id)] = kRead;
+  for (TensorId id : graph.nodes) {
+    if (scratch_[static_cast<std::size_t>(id)] == kRead) scratch_[static_cast<std::size_t>(id)] = kReadNode;
+  }
   slots_.clear();
-  slot_of_.assign(graph.tensors.size(), -1);
   node_shapes_.clear();
   for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
-    if (!lifetimes.tensor_read[t]) continue;
+    if (scratch_[t] == kNotRead) continue;
+    const bool is_node = scratch_[t] == kReadNode;
+    scratch_[t] = static_cast<std::int32_t>(slots_.size());
     const Tensor& tensor = graph.tensors[t];
     const TensorPlacement& placement = plan_->tensors[t];
-    slot_of_[t] = static_cast<std::int32_t>(slots_.size());
     ReplaySlot& slot = slots_.emplace_back();
     slot.id = static_cast<TensorId>(t);
     slot.view_src = tensor.view_src;
     slot.flags = tensor.flags & kWalkFlags;
-    if (seen_[t]) {  // a node
+    if (is_node) {
       slot.shape = static_cast<std::int32_t>(node_shapes_.size());
       node_shapes_.push_back({tensor.op, tensor.src});
     }
@@ -105,6 +113,8 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
       slot.size = placement.size;
     }
   }
+  visit_order_.clear();
+  for (TensorId id : lifetimes.read_order) visit_order_.push_back(scratch_[static_cast<std::size_t>(id)]);
 }
 
 Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const BufferAssignment& assignment) const {
@@ -139,26 +149,50 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
   return false;
 }
 
-namespace {
-
-// GraphAllocator::alloc(graph): the addresses go to Tensor::data.
-class WriteTensorData final : public AllocSink {
- public:
-  explicit WriteTensorData(Graph& graph) : graph_(graph) {}
-  Status place(TensorId id, const TensorAddress* address) override {
-    if (address != nullptr) graph_[id].data = address->data;
-    return Status::ok();
+Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
+  if (needs_reserve(graph)) {
+    if (types_.size() != 1) {
+      return failed_precondition("alloc: the graph does not fit the reservation and there are " +
+                                 std::to_string(types_.size()) +
+                                 " buffer ids; call reserve with the node and leaf buffer ids first");
+    }
+    if (sink != nullptr) GALLOC_RETURN_IF_ERROR(sink->before_reserve(graph));
+    GALLOC_RETURN_IF_ERROR(reserve(graph));
   }
+  for (std::size_t a = 0; a < buffers_.size(); ++a) {
+    for (std::size_t c = 0; c < buffers_[a].size(); ++c) {
+      Buffer* chunk = buffers_[a][c].get();
+      chunk->reset();
+      chunk_buffers_[first_chunk_[a] + c] = chunk;
+      chunk_bases_[first_chunk_[a] + c] = chunk->base();
+    }
+  }
+  return Status::ok();
+}
 
- private:
-  Graph& graph_;
-};
-
-}  // namespace
+// needs_reserve has checked every slot's tensor against the reservation.
+template <typename Order, typename Place>
+Status GraphAllocator::replay(const Graph& graph, const Order& order, Place&& place) const {
+  for (const auto& entry : order) {
+    const ReplaySlot& slot = slot_at(entry);
+    const Tensor& tensor = graph[slot.id];
+    if (slot.buffer < 0 || tensor.has_memory || tensor.is_view()) {
+      GALLOC_RETURN_IF_ERROR(place(slot.id, nullptr));
+      continue;
+    }
+    const TensorAddress address{slot.buffer, chunk_buffers_[slot.chunk], chunk_bases_[slot.chunk] + slot.offset};
+    GALLOC_RETURN_IF_ERROR(place(slot.id, &address));
+  }
+  return Status::ok();
+}
 
 Status GraphAllocator::alloc(Graph& graph) {
-  WriteTensorData sink(graph);
-  GALLOC_RETURN_IF_ERROR(alloc(graph, sink));
+  GALLOC_RETURN_IF_ERROR(prepare_alloc(graph, nullptr));
+  // Tensor::data in id order: front to back through the tensors.
+  GALLOC_RETURN_IF_ERROR(replay(graph, slots_, [&graph](TensorId id, const TensorAddress* address) {
+    if (address != nullptr) graph[id].data = address->data;
+    return Status::ok();
+  }));
   // Views take their source's address plus their offset. Those outside the lists may name
   // anything as their view source (the reserve did not read them), so check before following.
   for (Tensor& tensor : graph.tensors) {
@@ -170,41 +204,9 @@ Status GraphAllocator::alloc(Graph& graph) {
 }
 
 Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
-  if (needs_reserve(graph)) {
-    if (types_.size() != 1) {
-      return failed_precondition("alloc: the graph does not fit the reservation and there are " +
-                                 std::to_string(types_.size()) +
-                                 " buffer ids; call reserve with the node and leaf buffer ids first");
-    }
-    GALLOC_RETURN_IF_ERROR(sink.before_reserve(graph));
-    GALLOC_RETURN_IF_ERROR(reserve(graph));
-  }
-  for (std::size_t a = 0; a < buffers_.size(); ++a) {
-    for (std::size_t c = 0; c < buffers_[a].size(); ++c) {
-      Buffer* chunk = buffers_[a][c].get();
-      chunk->reset();
-      chunk_buffers_[first_chunk_[a] + c] = chunk;
-      chunk_bases_[first_chunk_[a] + c] = chunk->base();
-    }
-  }
-  // needs_reserve has checked every id in the lists and their sources against the reservation.
-  const auto place = [&](TensorId id) {
-    const std::int32_t s = slot_of_[static_cast<std::size_t>(id)];
-    const Tensor& tensor = graph[id];
-    if (s < 0 || tensor.has_memory || tensor.is_view()) return sink.place(id, nullptr);
-    const ReplaySlot& slot = slots_[static_cast<std::size_t>(s)];
-    if (slot.buffer < 0) return sink.place(id, nullptr);
-    const TensorAddress address{slot.buffer, chunk_buffers_[slot.chunk], chunk_bases_[slot.chunk] + slot.offset};
-    return sink.place(id, &address);
-  };
-  for (TensorId leaf : graph.leafs) GALLOC_RETURN_IF_ERROR(place(leaf));
-  for (TensorId node : graph.nodes) {
-    for (TensorId src : graph[node].src) {
-      if (src != kNoTensor) GALLOC_RETURN_IF_ERROR(place(src));
-    }
-    GALLOC_RETURN_IF_ERROR(place(node));
-  }
-  return Status::ok();
+  GALLOC_RETURN_IF_ERROR(prepare_alloc(graph, &sink));
+  return replay(graph, visit_order_,
+                [&sink](TensorId id, const TensorAddress* address) { return sink.place(id, address); });
 }
 
 Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {

@@ -72,10 +72,11 @@ class LivenessWalk {
     if (options.defer_written_leafs) mark_written_leafs(leaf_buffer);
 
     // Leafs first: the application may use them outside the graph too.
+    out_.read_order.reserve(graph_.tensors.size());
     for (std::size_t i = 0; i < graph_.leafs.size(); ++i) {
       const TensorId leaf = graph_.leafs[i];
       TensorState& state = state_[static_cast<std::size_t>(leaf)];
-      state.bits |= kRead;
+      mark_read(leaf, state);
       if (state.deferred_buffer < 0) allocate(leaf, leaf_buffer(i));
     }
 
@@ -88,17 +89,17 @@ class LivenessWalk {
       src_begin_[i] = static_cast<std::uint32_t>(srcs_.size());
       const TensorId id = graph_.nodes[i];
       const Tensor& node = graph_[id];
-      state_[id].bits |= kRead;
       // A view with op NONE only carries dependencies for ggml-backend; it is no real user.
       if (node.is_view() && node.op != Op::None) state_[node.view_src].n_views += 1;
       if (node.is_input()) allocate(id, node_buffer(i));
       detail::for_each_source(node, [&](int, TensorId src) {
         srcs_.push_back(src);
         TensorState& source = state_[src];
-        source.bits |= kRead;
+        mark_read(src, source);
         source.n_children += 1;
         if (source.bits & kInput) allocate(src, node_buffer(i));
       });
+      mark_read(id, state_[id]);
     }
     src_begin_[n_nodes] = static_cast<std::uint32_t>(srcs_.size());
 
@@ -137,10 +138,8 @@ class LivenessWalk {
     out_.tensor_storage.resize(n);
     out_.tensor_buffer.resize(n);
     out_.tensor_size.resize(n);
-    out_.tensor_read.resize(n);
     for (std::size_t t = 0; t < n; ++t) {
       const TensorState& state = state_[t];
-      out_.tensor_read[t] = (state.bits & kRead) ? 1 : 0;
       out_.tensor_storage[t] = state.storage;
       out_.tensor_buffer[t] = state.storage < 0 ? -1 : state.buffer;
       out_.tensor_size[t] = state.storage < 0 ? 0 : raw_size(state.buffer, static_cast<TensorId>(t));
@@ -188,6 +187,12 @@ class LivenessWalk {
     TensorId view_src = kNoTensor;
     std::uint8_t bits = 0;
   };
+
+  void mark_read(TensorId id, TensorState& state) {
+    if (state.bits & kRead) return;
+    state.bits |= kRead;
+    out_.read_order.push_back(id);
+  }
 
   // A CPY whose destination view is all of `leaf` (ggml_cpy(a, b) is a view of the whole of b
   // with src = {a, b}) overwrites every byte before anything reads it. SET, ACC, SET_ROWS and

@@ -41,9 +41,9 @@ class AllocSink {
     (void)graph;
     return Status::ok();
   }
-  // Called in ggml's order: leafs, then each node's sources and the node; a tensor reached
-  // several times is passed each time. `address` is null for a tensor that is a view or has
-  // memory (or is not read by the graph): it takes its address from elsewhere.
+  // Called once per tensor the graph reads, in the order ggml's allocator first reaches them
+  // (leafs, then each node's sources and the node). `address` is null for a tensor that is a
+  // view or has memory: it takes its address from elsewhere.
   virtual Status place(TensorId id, const TensorAddress* address) = 0;
 };
 
@@ -89,6 +89,13 @@ class GraphAllocator {
  private:
   // Records what alloc must check and write for the graph just reserved.
   void record_replay(const Graph& graph, const Lifetimes& lifetimes);
+  // alloc's first half: reserves again when the graph no longer fits (telling the sink first),
+  // then resets the buffers and looks up their base addresses.
+  Status prepare_alloc(Graph& graph, AllocSink* sink);
+  // alloc's second half: place(id, address or null) for every slot, in `order` (the slots
+  // themselves, or indices into them).
+  template <typename Order, typename Place>
+  Status replay(const Graph& graph, const Order& order, Place&& place) const;
 
   // One per tensor the walk reads (leafs, nodes, their sources; each once), as the reserve
   // saw it: alloc re-checks these fields and writes `data` from the address.
@@ -102,6 +109,9 @@ class GraphAllocator {
     Offset offset = 0;
     Bytes size = 0;  // the slot's bytes: a larger tensor needs a reserve
   };
+  // replay's view of an entry of its order: a slot, or an index into slots_.
+  [[nodiscard]] const ReplaySlot& slot_at(const ReplaySlot& slot) const { return slot; }
+  [[nodiscard]] const ReplaySlot& slot_at(std::int32_t index) const { return slots_[static_cast<std::size_t>(index)]; }
   // A node's op and sources at reserve time.
   struct NodeShape {
     Op op = Op::None;
@@ -121,9 +131,9 @@ class GraphAllocator {
   std::vector<TensorId> reserved_leafs_;
   OpSet reserved_inplace_ops_;              // other in-place rules give other lifetimes
   std::vector<ReplaySlot> slots_;           // in tensor id order
-  std::vector<std::int32_t> slot_of_;       // per tensor: its index in slots_, or -1
+  std::vector<std::int32_t> visit_order_;   // indices into slots_, in ggml's first-visit order
   std::vector<NodeShape> node_shapes_;      // per node, in tensor id order
-  std::vector<std::uint8_t> seen_;          // record_replay's scratch, per tensor
+  std::vector<std::int32_t> scratch_;       // record_replay's, per tensor
   std::vector<Buffer*> chunk_buffers_;      // every chunk of every allocator; refreshed by alloc
   std::vector<std::byte*> chunk_bases_;     // their base addresses
   std::vector<std::uint32_t> first_chunk_;  // per allocator: its first index in chunk_bases_

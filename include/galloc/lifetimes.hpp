@@ -28,9 +28,10 @@ struct Lifetimes : Problem {
   // Per tensor: the buffer type's alloc_size for it in tensor_buffer (0 where tensor_storage is
   // -1), so the plan need not ask again. May be empty (lifetimes built by hand).
   std::vector<Bytes> tensor_size;
-  // Per tensor: 1 when the walk reads it (a leaf, a node, or a node's source), else 0. May be
-  // empty (lifetimes built by hand).
-  std::vector<std::uint8_t> tensor_read;
+  // The tensors the walk reads (leafs, nodes and nodes' sources), each once, in the order
+  // ggml's alloc_graph first reaches them: leafs, then each node's sources and the node. May
+  // be empty (lifetimes built by hand).
+  std::vector<TensorId> read_order;
   std::vector<Step> node_step;     // per node: the step count when it is computed
   std::size_t deferred_leafs = 0;  // leafs allocated at their first write (options)
 };

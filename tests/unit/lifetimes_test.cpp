@@ -1,6 +1,8 @@
 // The liveness walk: ggml's counting, in-place and freeing rules, seen through the events.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
 
@@ -169,8 +171,9 @@ TEST_F(LifetimesTest, InputNodeTakesALeafWhileChildrenAreCounted) {
   EXPECT_EQ(placement.storage_address.size(), 3u);
 }
 
-// tensor_read marks leafs, nodes and node sources only; tensor_size is the buffer type's
-// alloc size (padding included) where a tensor has storage, 0 elsewhere.
+// read_order lists leafs, nodes and node sources only, once each, in the order ggml's
+// alloc_graph first reaches them (leafs; each node's sources, then the node); tensor_size is
+// the buffer type's alloc size (padding included) where a tensor has storage, 0 elsewhere.
 TEST_F(LifetimesTest, ReadTensorsAndTheirAllocSizes) {
   type_.set_alloc_padding(8);
   const TensorId x = input("x", 16);
@@ -183,10 +186,9 @@ TEST_F(LifetimesTest, ReadTensorsAndTheirAllocSizes) {
   const TensorId out = node("out", Op::Cont, 8, {v, w});
   g_[out].flags |= kFlagOutput;
   const Lifetimes l = analyze();
-  ASSERT_EQ(l.tensor_read.size(), g_.tensors.size());
+  EXPECT_EQ(l.read_order, (std::vector<TensorId>{x, w, unlisted_source, a, v, out}));
+  EXPECT_EQ(std::count(l.read_order.begin(), l.read_order.end(), unused), 0);
   ASSERT_EQ(l.tensor_size.size(), g_.tensors.size());
-  for (TensorId t : {x, unlisted_source, w, a, v, out}) EXPECT_EQ(l.tensor_read[static_cast<std::size_t>(t)], 1) << t;
-  EXPECT_EQ(l.tensor_read[static_cast<std::size_t>(unused)], 0);
   for (std::size_t t = 0; t < g_.tensors.size(); ++t) {
     const Bytes expected = l.tensor_storage[t] >= 0 ? type_.alloc_size(g_.tensors[t]) : 0;
     EXPECT_EQ(l.tensor_size[t], expected) << g_.tensors[t].name;
