@@ -16,11 +16,8 @@
 # (-O1; the code only builds graphs, ggml computes them), 85 s on 2 idle cores.
 set -euo pipefail
 
-SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
-CLIENT=llama
 # shellcheck source=client.sh
-source "$(dirname "$SCRIPT_PATH")/client.sh"
-client_setup "$@"
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/client.sh" llama "$@"
 
 prepare_llama_sources() {
     [[ -f $CLIENT_SRC/.prepared ]] && return 0

@@ -18,11 +18,8 @@
 # (the code only builds graphs and the mel spectrogram; ggml computes the graphs).
 set -euo pipefail
 
-SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
-CLIENT=whisper
 # shellcheck source=client.sh
-source "$(dirname "$SCRIPT_PATH")/client.sh"
-client_setup "$@"
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/client.sh" whisper "$@"
 
 prepare_whisper_sources() {
     # the stamp names what was taken, so that a cache from an older rule is prepared again

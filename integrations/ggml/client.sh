@@ -1,6 +1,7 @@
 # Sourced by build-llama.sh and build-whisper.sh: what building a ggml client library (libllama,
-# libwhisper) from an npm package takes besides the client's own file list. The caller sets
-# CLIENT (llama, whisper) and SCRIPT_PATH, then calls client_setup "$@".
+# libwhisper) from an npm package takes besides the client's own file list.
+#
+#   source client.sh CLIENT NPM_SPEC OUT_DIR      CLIENT: llama or whisper
 #
 # Defines NPM_SPEC, OUT_DIR, CXX, JOBS, CLIENT_SRC (the client's prepared sources, in the
 # package's cache beside ggml's), LIB_DIR, LIB and STAMP, plus everything package.sh defines.
@@ -104,3 +105,8 @@ client_build() {
     printf '%s\n' "$CLIENT_CONFIG" >"$STAMP"
     step "built $LIB"
 }
+
+CLIENT=$1
+shift
+SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[1]}")
+client_setup "$@"
