@@ -77,7 +77,11 @@ class LivenessWalk {
       const TensorId leaf = graph_.leafs[i];
       TensorState& state = state_[static_cast<std::size_t>(leaf)];
       mark_read(leaf, state);
-      if (state.deferred_buffer < 0) allocate(leaf, leaf_buffer(i));
+      if (state.deferred_buffer < 0) {
+        allocate(leaf, leaf_buffer(i));
+      } else {
+        out_.deferred_leafs.push_back({leaf, static_cast<Step>(out_.events.size())});
+      }
     }
 
     // Count children and views; allocate explicit inputs before anything can overwrite them.
@@ -204,7 +208,10 @@ class LivenessWalk {
   }
 
   // Leafs (not inputs, no memory, no views) whose first reference in node order is a CPY
-  // that overwrites all of them.
+  // that overwrites all of them. Left out, so that deferring changes no in-place decision
+  // and upstream_lifetimes can move the allocation back: a leaf with sources of its own (it
+  // could take one over in place), and a source of an input node (allocated while children
+  // are counted, it could take over the leaf upstream allocated first).
   template <typename LeafBuffer>
   void mark_written_leafs(const LeafBuffer& leaf_buffer) {
     std::vector<char> seen(graph_.tensors.size(), 0);
@@ -215,14 +222,17 @@ class LivenessWalk {
         seen[static_cast<std::size_t>(node.view_src)] = 1;
         first_is_write[static_cast<std::size_t>(node.view_src)] = overwrites_whole(node, node.view_src) ? 1 : 0;
       }
-      detail::for_each_source(node, [&](int, TensorId src) { seen[static_cast<std::size_t>(src)] = 1; });
+      const bool input = node.is_input();
+      detail::for_each_source(node, [&](int, TensorId src) {
+        seen[static_cast<std::size_t>(src)] = 1;
+        if (input) first_is_write[static_cast<std::size_t>(src)] = 0;
+      });
     }
     for (std::size_t i = 0; i < graph_.leafs.size(); ++i) {
       const auto leaf = static_cast<std::size_t>(graph_.leafs[i]);
       const Tensor& t = graph_.tensors[leaf];
-      if (first_is_write[leaf] && !t.is_input() && !t.has_memory && !t.is_view()) {
+      if (first_is_write[leaf] && !t.is_input() && !t.has_memory && !t.is_view() && detail::source_mask(t) == 0) {
         state_[leaf].deferred_buffer = leaf_buffer(i);
-        out_.deferred_leafs += 1;
       }
     }
   }
@@ -398,6 +408,51 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* c
   }
   number_storages_by_first_tensor(lifetimes, graph.tensors.size());
   return lifetimes;
+}
+
+Lifetimes upstream_lifetimes(const Lifetimes& deferred) {
+  Lifetimes upstream = deferred;
+  upstream.deferred_leafs.clear();
+  const std::size_t moved = deferred.deferred_leafs.size();
+  if (moved == 0) return upstream;
+  // Where each moved allocation was (q) and where upstream has it (c, in these events' count,
+  // before the event there); every c lies in the leaf phase, every q after it.
+  std::vector<Step> from, to;
+  std::vector<StorageId> storage_of;
+  for (const Lifetimes::DeferredLeaf& leaf : deferred.deferred_leafs) {
+    const StorageId s = deferred.tensor_storage[static_cast<std::size_t>(leaf.leaf)];
+    storage_of.push_back(s);
+    from.push_back(deferred.storages[static_cast<std::size_t>(s)].live.lower);
+    to.push_back(leaf.upstream_step);
+  }
+  std::vector<Step> from_sorted = from, to_sorted = to;
+  std::sort(from_sorted.begin(), from_sorted.end());
+  std::sort(to_sorted.begin(), to_sorted.end());
+  // The new position of the event (or step boundary) at `step` that does not move: after every
+  // moved allocation inserted at or before it, less those taken out before it.
+  const auto shift = [&](Step step) {
+    const auto inserted = std::upper_bound(to_sorted.begin(), to_sorted.end(), step) - to_sorted.begin();
+    const auto removed = std::lower_bound(from_sorted.begin(), from_sorted.end(), step) - from_sorted.begin();
+    return step + static_cast<Step>(inserted) - static_cast<Step>(removed);
+  };
+  std::vector<char> is_moved(deferred.events.size(), 0);
+  for (Step q : from) is_moved[static_cast<std::size_t>(q)] = 1;
+  for (std::size_t i = 0; i < deferred.events.size(); ++i) {
+    if (!is_moved[i]) upstream.events[static_cast<std::size_t>(shift(static_cast<Step>(i)))] = deferred.events[i];
+  }
+  for (StorageObject& storage : upstream.storages) {
+    storage.live = {shift(storage.live.lower), shift(storage.live.upper)};
+    for (TailFree& tail : storage.tail_frees) tail.step = shift(tail.step);
+  }
+  for (Step& step : upstream.node_step) step = shift(step);
+  // Moved allocations, in leaf order (their upstream steps never decrease along it): each goes
+  // before the event at its step, after the moved ones before it.
+  for (std::size_t k = 0; k < moved; ++k) {
+    const Step position = to[k] + static_cast<Step>(k);
+    upstream.events[static_cast<std::size_t>(position)] = deferred.events[static_cast<std::size_t>(from[k])];
+    upstream.storages[static_cast<std::size_t>(storage_of[k])].live.lower = position;
+  }
+  return upstream;
 }
 
 }  // namespace galloc

@@ -22,15 +22,14 @@ Result<PlanningResult> plan_graph(const Graph& graph, Span<const BufferType* con
   auto placement = place(*deferred, options);
   if (!placement) return placement.status();
   // With no deferred leaf both lifetimes are the same, and best has tried ggml already; at the
-  // lower bound upstream's placement cannot be smaller. Only otherwise are upstream's
-  // lifetimes worth a second walk of the graph.
-  if (options.strategy == Strategy::kBest && deferred->deferred_leafs > 0 &&
+  // lower bound upstream's placement cannot be smaller. Only otherwise is upstream's placement
+  // worth computing, on upstream's lifetimes derived from these (no second walk).
+  if (options.strategy == Strategy::kBest && !deferred->deferred_leafs.empty() &&
       !detail::cannot_be_beaten(*deferred, *placement, live_lower_bound(*deferred))) {
-    auto upstream = analyze_lifetimes(graph, buffer_types, assignment);
-    if (!upstream) return upstream.status();
     // Deferring only shortens intervals of the same storage objects, so upstream's placement
     // is valid for the deferred lifetimes too; it wins ties.
-    placement = detail::smallest_per_allocator(*deferred, {place_ggml(*upstream), std::move(placement).value()});
+    placement = detail::smallest_per_allocator(
+        *deferred, {place_ggml(upstream_lifetimes(*deferred)), std::move(placement).value()});
   }
   Plan plan = make_plan(graph, buffer_types, *deferred, *placement, name);
   return PlanningResult{std::move(deferred).value(), std::move(placement).value(), std::move(plan)};

@@ -32,8 +32,14 @@ struct Lifetimes : Problem {
   // ggml's alloc_graph first reaches them: leafs, then each node's sources and the node. May
   // be empty (lifetimes built by hand).
   std::vector<TensorId> read_order;
-  std::vector<Step> node_step;     // per node: the step count when it is computed
-  std::size_t deferred_leafs = 0;  // leafs allocated at their first write (options)
+  std::vector<Step> node_step;  // per node: the step count when it is computed
+  // Leafs allocated at their first write (LifetimeOptions::defer_written_leafs), each with the
+  // step at which upstream's walk would have allocated it instead, counted in these events.
+  struct DeferredLeaf {
+    TensorId leaf = kNoTensor;
+    Step upstream_step = 0;
+  };
+  std::vector<DeferredLeaf> deferred_leafs;
 };
 
 // Buffer ids: one per node / leaf, or empty spans for "all in buffer 0".
@@ -51,6 +57,11 @@ struct LifetimeOptions {
   // The `ggml` strategy always runs without it, to match upstream.
   bool defer_written_leafs = false;
 };
+
+// Upstream's lifetimes (no leaf deferred) from lifetimes analysed with defer_written_leafs,
+// without walking the graph again: every deferred leaf's allocation moves back to the leaf
+// phase and the steps after it shift. The same as analyze_lifetimes without the option.
+[[nodiscard]] Lifetimes upstream_lifetimes(const Lifetimes& deferred);
 
 // Which buffer ids share an allocator: duplicates of the same buffer type share one.
 [[nodiscard]] std::vector<AllocatorId> allocators_of(Span<const BufferType* const> buffer_types);

@@ -17,6 +17,7 @@
 #include "property/checks.hpp"
 #include "property/generators.hpp"
 #include "property/interpreter.hpp"
+#include "support/lifetimes_difference.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc::property {
@@ -36,13 +37,28 @@ RC_GTEST_PROP(PlanProperties, EveryStrategyValidatesAndExecutesLikeNoReuse, ()) 
   RC_CLASSIFY(c.graph.nodes.size() >= 20, ">= 20 nodes");
   if (auto planned = plan_graph(c.graph, c.per_id, c.assignment(), options_for(Strategy::kGreedy))) {
     RC_CLASSIFY(max_chunks(planned->plan) > 1, "several chunks");
-    RC_CLASSIFY(planned->lifetimes.deferred_leafs > 0, "deferred written leafs");
+    RC_CLASSIFY(!planned->lifetimes.deferred_leafs.empty(), "deferred written leafs");
     RC_CLASSIFY(planned->lifetimes.storages.size() + 2 < c.graph.tensors.size(), "reuse in place or views");
   }
   const std::string failure = check_every_strategy(c.graph, c.per_id, c.assignment(), seed, true);
   if (!failure.empty()) {
     RC_FAIL(failure + "\n" + case_to_cpp(c));
   }
+}
+
+// upstream_lifetimes of the deferred analysis is the analysis without deferring.
+RC_GTEST_PROP(PlanProperties, UpstreamLifetimesEqualAWalkWithoutDeferring, ()) {
+  const GraphDesc desc = *gen_graph_desc();
+  BuiltCase c = build_case(desc);
+  LifetimeOptions defer;
+  defer.defer_written_leafs = true;
+  auto deferred = analyze_lifetimes(c.graph, c.per_id, c.assignment(), defer);
+  auto upstream = analyze_lifetimes(c.graph, c.per_id, c.assignment());
+  RC_ASSERT(deferred.is_ok() == upstream.is_ok());
+  if (!deferred) return;
+  RC_CLASSIFY(!deferred->deferred_leafs.empty(), "deferred written leafs");
+  const std::string difference = galloc::testing::lifetimes_difference(upstream_lifetimes(*deferred), *upstream);
+  if (!difference.empty()) RC_FAIL(difference + "\n" + case_to_cpp(c));
 }
 
 // Computed nodes flagged input (outside ggml's contract): planning must still validate.

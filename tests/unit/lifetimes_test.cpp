@@ -5,6 +5,9 @@
 
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
+#include "galloc/zoo.hpp"
+#include "support/lifetimes_difference.hpp"
+#include "support/random_graph.hpp"
 
 namespace galloc {
 namespace {
@@ -202,6 +205,38 @@ TEST(AllocatorsOf, DuplicatesShare) {
   NullBufferType a, b;
   const std::vector<const BufferType*> types{&a, &b, &a};
   EXPECT_EQ(allocators_of(types), (std::vector<AllocatorId>{0, 1, 0}));
+}
+
+// upstream_lifetimes moves every deferred leaf's allocation back to the leaf phase: the same
+// lifetimes as walking the graph again without deferring, on the zoo graphs that defer leafs
+// (whisper's and gpt-2's copies into fresh tensors) and on random graphs.
+TEST(UpstreamLifetimes, EqualToAWalkWithoutDeferring) {
+  NullBufferType type(32);
+  const std::vector<const BufferType*> types{&type};
+  LifetimeOptions defer;
+  defer.defer_written_leafs = true;
+  std::size_t graphs_with_deferred_leafs = 0;
+  const auto check = [&](const Graph& graph, Span<const BufferType* const> per_id, const BufferAssignment& assignment,
+                         const std::string& name) {
+    auto deferred = analyze_lifetimes(graph, per_id, assignment, defer);
+    auto upstream = analyze_lifetimes(graph, per_id, assignment);
+    ASSERT_TRUE(deferred.is_ok() && upstream.is_ok()) << name;
+    if (!deferred->deferred_leafs.empty()) graphs_with_deferred_leafs += 1;
+    const Lifetimes derived = upstream_lifetimes(*deferred);
+    EXPECT_TRUE(derived.deferred_leafs.empty()) << name;
+    EXPECT_EQ(testing::lifetimes_difference(derived, *upstream), "") << name;
+  };
+  for (const auto& entry : zoo::list()) {
+    auto graph = zoo::build(entry.name);
+    ASSERT_TRUE(graph.is_ok()) << entry.name;
+    check(*graph, types, {}, entry.name);
+  }
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const testing::RandomCase c = testing::random_case(seed);
+    const auto case_types = c.make_buffer_types();
+    check(c.graph, case_types.per_id, {c.node_buffer_ids, c.leaf_buffer_ids}, "seed " + std::to_string(seed));
+  }
+  EXPECT_GE(graphs_with_deferred_leafs, 6u) << "the zoo alone has six graphs that defer leafs";
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ std::size_t deferred_leafs(const Graph& g) {
   const std::vector<const BufferType*> types{&type};
   auto lifetimes = analyze_lifetimes(g, types, {}, {.defer_written_leafs = true});
   EXPECT_TRUE(lifetimes.is_ok()) << lifetimes.status().to_string();
-  return lifetimes ? lifetimes->deferred_leafs : 0;
+  return lifetimes ? lifetimes->deferred_leafs.size() : 0;
 }
 
 TEST(Regressions, LeafWrittenFirstBySetIsNotDeferred) { EXPECT_EQ(deferred_leafs(written_leaf_graph(Op::Set)), 0u); }
