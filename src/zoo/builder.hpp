@@ -9,7 +9,7 @@
 // Shape errors (a bug in a model file) do not abort: the first one is kept and finish()
 // returns it as an internal error.
 //
-// With a BuilderMirror, every public function reports its call (see zoo.hpp); a function
+// With a BuilderMirror, every public function reports its call (see builder_mirror.hpp); a function
 // that calls others (conv_2d, param) reports only itself.
 #pragma once
 
@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "builder_mirror.hpp"
 #include "galloc/graph.hpp"
 #include "galloc/status.hpp"
 #include "galloc/zoo.hpp"
@@ -46,7 +47,7 @@ class Scaler {
 };
 
 // What the graph model does not keep about an op (ggml's op_params) but a backward pass needs
-// (the unary kind: UnaryOp, in zoo.hpp).
+// (the unary kind: UnaryOp, in builder_mirror.hpp).
 struct OpInfo {
   UnaryOp unary = UnaryOp::kNone;
   std::array<int, kMaxDims> axes{0, 1, 2, 3};  // PERMUTE / TRANSPOSE

@@ -37,6 +37,7 @@
 #include "ggml.h"
 #include "layout_hash.hpp"
 #include "test_support.hpp"
+#include "zoo/builder_mirror.hpp"
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include "galloc/planner.hpp"
 #include "galloc/validator.hpp"
 #include "galloc/zoo.hpp"
+#include "zoo/builder_mirror.hpp"
 
 namespace galloc {
 namespace {
