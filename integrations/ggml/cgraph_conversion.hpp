@@ -198,6 +198,10 @@ struct Converted {
   using Edges = std::array<const ggml_tensor*, GGML_MAX_SRC + 1>;
   std::vector<Edges> edges;
   bool edges_valid = false;
+  // Tensors that the graph reaches only as a view's source (no leaf, node or node source) and
+  // that have no memory yet: memory that exists elsewhere (another graph's output, as
+  // whisper.cpp's encoder reads the conv graph's), resolved when alloc_graph meets the view.
+  std::vector<TensorId> memory_elsewhere;
 
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
@@ -320,8 +324,33 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::
     g.flags = static_cast<std::uint32_t>(t->flags);
     g.has_memory = has_memory(t, MemoryRule::kGraph);
   }
+  for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
   status = galloc::Status::ok();
   return true;
+}
+
+// Sets has_memory on the tensors the graph reaches only as a view's source and that have no
+// memory (Converted::memory_elsewhere). Leafs and nodes have the first ids.
+void mark_memory_elsewhere(Converted& out) {
+  out.memory_elsewhere.clear();
+  galloc::Graph& g = out.graph;
+  const std::size_t listed = g.leafs.size() + g.nodes.size();
+  if (listed == g.tensors.size()) return;  // nothing reached only through an edge
+  std::vector<char> read(g.tensors.size(), 0);
+  for (std::size_t i = 0; i < listed && i < read.size(); ++i) read[i] = 1;
+  for (TensorId node : g.nodes) {
+    for (TensorId src : g[node].src) {
+      if (src != galloc::kNoTensor) read[static_cast<std::size_t>(src)] = 1;
+    }
+  }
+  for (const galloc::Tensor& t : g.tensors) {
+    if (!t.is_view()) continue;
+    const auto root = static_cast<std::size_t>(t.view_src);
+    if (read[root] || g.tensors[root].has_memory) continue;
+    g.tensors[root].has_memory = true;
+    read[root] = 1;  // once
+    out.memory_elsewhere.push_back(t.view_src);
+  }
 }
 
 // Leafs get the first ids, then nodes, in list order; then every tensor they reach through
@@ -370,6 +399,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   }
   tensors.resize(out.ggml.size());
   out.edges.resize(out.ggml.size());
+  mark_memory_elsewhere(out);
   out.edges_valid = true;
   if (details == Details::kFill) fill_details(out);
   return galloc::Status::ok();

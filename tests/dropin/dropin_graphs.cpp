@@ -794,6 +794,59 @@ void context_case() {
   ggml_backend_buffer_free(tb);
 }
 
+// ------------------------------------------------------------------ chained graphs
+
+// Two graphs with their own allocators, the second reading the first's output through
+// ggml_view_tensor, as whisper.cpp's encoder reads the conv graph's: the second is reserved
+// straight through ggml_gallocr before the first has memory (the view's source is then
+// memory that exists elsewhere), and computes once the first has run.
+void chained_case() {
+  ggml_context* wctx = new_ctx(2);
+  ggml_tensor* w = named(ggml_new_tensor_2d(wctx, GGML_TYPE_F32, 64, 64), "w");
+  ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, g_cpu);
+  check(wbuf != nullptr, "chained weights");
+  Rng rng(21);
+  fill(w, rng, 0.1f);
+
+  ggml_context* ca = new_ctx(16, true);
+  ggml_tensor* x = named(ggml_new_tensor_2d(ca, GGML_TYPE_F32, 64, 8), "x");
+  ggml_set_input(x);
+  ggml_tensor* out_a = named(ggml_gelu(ca, ggml_mul_mat(ca, w, x)), "out_a");
+  ggml_set_output(out_a);
+  ggml_cgraph* ga = ggml_new_graph(ca);
+  ggml_build_forward_expand(ga, out_a);
+
+  ggml_context* cb = new_ctx(16, true);
+  ggml_tensor* embd = named(ggml_view_tensor(cb, out_a), "embd");
+  ggml_tensor* out_b = named(ggml_soft_max(cb, ggml_mul_mat(cb, w, embd)), "out_b");
+  ggml_set_output(out_b);
+  ggml_cgraph* gb = ggml_new_graph(cb);
+  ggml_build_forward_expand(gb, out_b);
+
+  ggml_gallocr_t galloc_a = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+  ggml_gallocr_t galloc_b = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+  // b first, while out_a has no memory anywhere
+  exact("chained.reserve_b", ggml_gallocr_reserve(galloc_b, gb) ? "true" : "false");
+  exact("chained.reserve_a", ggml_gallocr_reserve(galloc_a, ga) ? "true" : "false");
+  size_line("chained.buffer_a", ggml_gallocr_get_buffer_size(galloc_a, 0));
+  size_line("chained.buffer_b", ggml_gallocr_get_buffer_size(galloc_b, 0));
+  for (int run = 0; run < 2; ++run) {
+    check(ggml_gallocr_alloc_graph(galloc_a, ga), "chained alloc a");
+    fill(x, rng, 1.0f);
+    compute(ga);
+    check(ggml_gallocr_alloc_graph(galloc_b, gb), "chained alloc b");
+    exact("chained.embd_is_out_a." + std::to_string(run), embd->data == out_a->data ? "true" : "false");
+    compute(gb);
+    exact("chained.out_b." + std::to_string(run), tensor_hash(out_b));
+  }
+  ggml_gallocr_free(galloc_b);
+  ggml_gallocr_free(galloc_a);
+  ggml_free(cb);
+  ggml_free(ca);
+  ggml_backend_buffer_free(wbuf);
+  ggml_free(wctx);
+}
+
 // ------------------------------------------------------------------ failures
 
 // A buffer type that cannot allocate: reserve and alloc_graph return false, context
@@ -919,6 +972,7 @@ int main(int argc, char** argv) {
   run("sched", sched_case);
   run("multi", multi_buffer_case);
   run("context", context_case);
+  run("chained", chained_case);
   run("failure", failure_case);
 #ifndef GALLOC_GGML_SEED
   run("inplace", inplace_table_case);
