@@ -278,7 +278,7 @@ class InitTensors final : public galloc::AllocSink {
   explicit InitTensors(ggml_gallocr* galloc) : galloc_(galloc) {}
 
   galloc::Status before_reserve(galloc::Graph& graph) override {
-    (void)graph;  // galloc_->current.graph
+    (void)graph;  // it is galloc_->current.graph, which fill_details completes
     fill_details(galloc_->current);
     reserved_ = true;
     return galloc::Status::ok();
