@@ -26,10 +26,11 @@ class CpuBuffer final : public Buffer {
 
 class NullBuffer final : public Buffer {
  public:
-  NullBuffer(const BufferType& type, Bytes size, std::shared_ptr<Bytes> live_bytes,
+  NullBuffer(const BufferType& type, Bytes size, std::shared_ptr<Bytes> live_bytes, std::shared_ptr<Bytes> peak_bytes,
              std::shared_ptr<std::size_t> live_buffers)
       : type_(type), size_(size), live_bytes_(std::move(live_bytes)), live_buffers_(std::move(live_buffers)) {
     *live_bytes_ += size_;
+    *peak_bytes = std::max(*peak_bytes, *live_bytes_);
     *live_buffers_ += 1;
   }
   ~NullBuffer() override {
@@ -88,7 +89,7 @@ Result<std::unique_ptr<Buffer>> NullBufferType::allocate(Bytes size) const {
     return out_of_memory(name_ + ": allocation " + std::to_string(allocations_) + " of " + std::to_string(size) +
                          " bytes failed (injected)");
   }
-  return std::unique_ptr<Buffer>(std::make_unique<NullBuffer>(*this, size, live_bytes_, live_buffers_));
+  return std::unique_ptr<Buffer>(std::make_unique<NullBuffer>(*this, size, live_bytes_, peak_bytes_, live_buffers_));
 }
 
 }  // namespace galloc

@@ -34,9 +34,9 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
   if (!planned) return planned.status();
   const Plan& plan = planned->plan;
 
-  // Allocate every buffer that must grow before releasing anything, so a failure leaves
-  // the previous buffers and plan in place.
-  std::vector<std::pair<std::size_t, std::vector<std::unique_ptr<Buffer>>>> grown;
+  // Every allocator whose buffer must grow frees its chunks before allocating the new ones, as
+  // ggml does: the process never holds the old and the new buffer at once.
+  std::vector<std::pair<std::size_t, std::vector<Bytes>>> replaced;  // allocator, its old chunk sizes
   for (std::size_t b = 0; b < plan.buffers.size(); ++b) {
     const BufferPlan& buffer = plan.buffers[b];
     if (buffer.shared) continue;
@@ -48,24 +48,48 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
       if (buffer.chunk_sizes[c] > current) grow = true;
     }
     if (!grow) continue;
-    std::vector<std::unique_ptr<Buffer>> chunks;
+    std::vector<Bytes> old_sizes;
+    for (const auto& chunk : buffers_[a]) old_sizes.push_back(chunk->size());
+    replaced.emplace_back(a, std::move(old_sizes));
+    buffers_[a].clear();
     for (std::size_t c = 0; c < buffer.chunk_sizes.size(); ++c) {
       auto chunk = types_[b]->allocate(buffer.chunk_sizes[c]);
       if (!chunk) {
-        return {chunk.status().code(), "reserve: failed to allocate chunk " + std::to_string(c) + " of buffer " +
-                                           std::to_string(b) + " (" + buffer.name + ", " +
-                                           std::to_string(buffer.chunk_sizes[c]) +
-                                           " bytes): " + chunk.status().message() + "; the previous buffers are kept"};
+        const std::string what = "reserve: failed to allocate chunk " + std::to_string(c) + " of buffer " +
+                                 std::to_string(b) + " (" + buffer.name + ", " + std::to_string(buffer.chunk_sizes[c]) +
+                                 " bytes): " + chunk.status().message();
+        return {chunk.status().code(), what + restore_buffers(replaced)};
       }
-      chunks.push_back(std::move(chunk).value());
+      buffers_[a].push_back(std::move(chunk).value());
     }
-    grown.emplace_back(a, std::move(chunks));
   }
-  for (auto& [a, chunks] : grown) buffers_[a] = std::move(chunks);
   std::fill(reserved_once_.begin(), reserved_once_.end(), true);
   plan_ = std::move(planned->plan);
   record_replay(graph, planned->lifetimes);
   return Status::ok();
+}
+
+std::string GraphAllocator::restore_buffers(const std::vector<std::pair<std::size_t, std::vector<Bytes>>>& replaced) {
+  // The new chunks go first, so that again no more than one buffer's worth is held.
+  for (const auto& entry : replaced) buffers_[entry.first].clear();
+  for (const auto& [a, sizes] : replaced) {
+    std::size_t id = 0;  // a buffer id of the allocator, for its type
+    while (static_cast<std::size_t>(allocator_of_[id]) != a) ++id;
+    for (Bytes size : sizes) {
+      auto chunk = types_[id]->allocate(size);
+      if (!chunk) {
+        // Nothing usable is left: drop the plan, so that the next alloc reserves again.
+        for (const auto& entry : replaced) buffers_[entry.first].clear();
+        plan_.reset();
+        return "; the previous buffers could not be allocated again either (" + chunk.status().message() +
+               "): the plan is dropped and the next reserve or alloc starts over";
+      }
+      buffers_[a].push_back(std::move(chunk).value());
+    }
+  }
+  // The same chunk counts as before, so the reservation's chunk indices still hold.
+  if (!plan_) return "; nothing was reserved before";
+  return "; the previous plan is kept, in buffers of its sizes allocated again (place the tensors again with alloc)";
 }
 
 void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetimes) {

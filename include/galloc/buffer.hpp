@@ -72,6 +72,8 @@ class NullBufferType final : public BufferType {
   void fail_allocation(std::size_t nth) { fail_at_ = nth; }
   [[nodiscard]] std::size_t allocations() const { return allocations_; }
   [[nodiscard]] Bytes live_bytes() const { return *live_bytes_; }
+  // The most bytes its buffers held at once.
+  [[nodiscard]] Bytes peak_bytes() const { return *peak_bytes_; }
   [[nodiscard]] std::size_t live_buffers() const { return *live_buffers_; }
 
  private:
@@ -83,6 +85,7 @@ class NullBufferType final : public BufferType {
   std::size_t fail_at_ = 0;  // 0: never fail
   // Shared with the buffers so they can report their release after the type is gone.
   std::shared_ptr<Bytes> live_bytes_ = std::make_shared<Bytes>(0);
+  std::shared_ptr<Bytes> peak_bytes_ = std::make_shared<Bytes>(0);
   std::shared_ptr<std::size_t> live_buffers_ = std::make_shared<std::size_t>(0);
 };
 

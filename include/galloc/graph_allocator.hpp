@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "galloc/buffer.hpp"
@@ -62,8 +64,11 @@ class GraphAllocator {
   GraphAllocator(const GraphAllocator&) = delete;
   GraphAllocator& operator=(const GraphAllocator&) = delete;
 
-  // Plans `graph` and grows the buffers to fit it. On failure the previous plan and buffers
-  // stay as they were.
+  // Plans `graph` and grows the buffers to fit it. A buffer that grows is freed before the
+  // larger one is allocated, as ggml does, so old and new are never held at once. When that
+  // allocation fails, the previous sizes are allocated again and the previous plan stays (its
+  // tensors need placing again with alloc); if even that fails, the plan is dropped and the
+  // next reserve or alloc starts over. The status says which happened.
   Status reserve(const Graph& graph, const BufferAssignment& assignment = {});
   // Plans `graph` and returns the bytes each buffer id would need (ids sharing a buffer type
   // each report the shared size, as ggml_gallocr_reserve_n_size does). Changes nothing.
@@ -87,6 +92,10 @@ class GraphAllocator {
   [[nodiscard]] std::vector<Buffer*> chunks(BufferId id) const;
 
  private:
+  // After a failed reserve freed the buffers of the allocators in `replaced` (allocator, its
+  // old chunk sizes): allocates those sizes again, or drops the plan when that fails too.
+  // Returns how the failure ended, for the error message.
+  std::string restore_buffers(const std::vector<std::pair<std::size_t, std::vector<Bytes>>>& replaced);
   // Records what alloc must check and write for the graph just reserved.
   void record_replay(const Graph& graph, const Lifetimes& lifetimes);
   // alloc's first half: reserves again when the graph no longer fits (telling the sink first),

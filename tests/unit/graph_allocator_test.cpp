@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -477,15 +478,17 @@ TEST(GraphAllocator, MeasureOfABadGraphIsAnError) {
   EXPECT_FALSE(allocator.plan().has_value());
 }
 
-// A reserve whose buffer allocation fails returns kOutOfMemory and keeps the previous plan and
-// buffers: the chunk allocated before the failing one is released, alloc still works.
-TEST(GraphAllocator, FailedReserveKeepsThePreviousPlanAndBuffers) {
+// A reserve whose buffer allocation fails returns kOutOfMemory and keeps the previous plan, in
+// buffers of its sizes allocated again: the chunk allocated before the failing one is
+// released, alloc still works.
+TEST(GraphAllocator, FailedReserveKeepsThePreviousPlan) {
   NullBufferType type(8, 128);
   GraphAllocator allocator({&type});
   TestGraph small = make_graph(16);
   ASSERT_TRUE(allocator.alloc(small.graph()).is_ok());
   const Plan plan_before = *allocator.plan();
-  const auto chunks_before = allocator.chunks(0);
+  std::vector<Bytes> chunk_sizes_before;
+  for (Buffer* chunk : allocator.chunks(0)) chunk_sizes_before.push_back(chunk->size());
   const Bytes size_before = allocator.buffer_size(0).value();
   const Bytes live_before = type.live_bytes();
   const std::size_t buffers_before = type.live_buffers();
@@ -499,21 +502,74 @@ TEST(GraphAllocator, FailedReserveKeepsThePreviousPlanAndBuffers) {
   EXPECT_EQ(status.code(), ErrorCode::kOutOfMemory);
   EXPECT_NE(status.message().find("chunk 1"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("injected"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("the previous plan is kept"), std::string::npos) << status.message();
 
   EXPECT_EQ(allocator.plan()->tensors, plan_before.tensors);
   EXPECT_EQ(allocator.plan()->buffers[0].chunk_sizes, plan_before.buffers[0].chunk_sizes);
-  EXPECT_EQ(allocator.chunks(0), chunks_before);
+  std::vector<Bytes> chunk_sizes_after;
+  for (Buffer* chunk : allocator.chunks(0)) chunk_sizes_after.push_back(chunk->size());
+  EXPECT_EQ(chunk_sizes_after, chunk_sizes_before);
   EXPECT_EQ(allocator.buffer_size(0).value(), size_before);
   EXPECT_EQ(type.live_bytes(), live_before);
   EXPECT_EQ(type.live_buffers(), buffers_before);
   EXPECT_FALSE(allocator.needs_reserve(small.graph()));
   small.graph()[small.x].data = nullptr;
   ASSERT_TRUE(allocator.alloc(small.graph()).is_ok());
-  EXPECT_EQ(small.graph()[small.x].data, x_before);
+  EXPECT_EQ(small.graph()[small.x].data, x_before);  // the null type's buffers share one fake base
 
   // The failure was a one-off: the next try succeeds.
   ASSERT_TRUE(allocator.alloc(large.graph()).is_ok());
   EXPECT_EQ(allocator.buffer_size(0).value(), (*measured_plan)[0]);
+}
+
+// When the previous sizes cannot be allocated again either, the plan is dropped: nothing is
+// held, the status says so, and the next alloc reserves from scratch.
+TEST(GraphAllocator, FailedReserveThatCannotRestoreDropsThePlan) {
+  struct FailingFrom final : BufferType {
+    NullBufferType inner{8, 128};
+    std::size_t fail_from = 0;  // 0: never
+    mutable std::size_t made = 0;
+    std::string name() const override { return "failing-from"; }
+    Bytes alignment() const override { return 8; }
+    Bytes max_size() const override { return 128; }
+    Result<std::unique_ptr<Buffer>> allocate(Bytes size) const override {
+      if (fail_from != 0 && ++made >= fail_from) return out_of_memory("no memory (injected)");
+      return inner.allocate(size);
+    }
+  };
+  FailingFrom type;
+  GraphAllocator allocator({&type});
+  TestGraph small = make_graph(16);
+  ASSERT_TRUE(allocator.alloc(small.graph()).is_ok());
+  type.fail_from = 2;  // the growth's first chunk succeeds, then nothing does
+  TestGraph large = make_graph(64);
+  const Status status = allocator.reserve(large.graph());
+  EXPECT_EQ(status.code(), ErrorCode::kOutOfMemory);
+  EXPECT_NE(status.message().find("the plan is dropped"), std::string::npos) << status.message();
+  EXPECT_FALSE(allocator.plan().has_value());
+  EXPECT_EQ(allocator.buffer_size(0).value(), 0u);
+  EXPECT_EQ(type.inner.live_bytes(), 0u);
+  EXPECT_TRUE(allocator.needs_reserve(small.graph()));
+  type.fail_from = 0;
+  ASSERT_TRUE(allocator.alloc(small.graph()).is_ok());
+  EXPECT_NE(small.graph()[small.o].data, nullptr);
+}
+
+// A reserve that grows the buffer frees the old one first, as ggml does: the most bytes held
+// at once is the larger buffer, not the sum of both.
+TEST(GraphAllocator, GrowingNeverHoldsTheOldAndTheNewBufferAtOnce) {
+  NullBufferType type(64);
+  GraphAllocator allocator({&type});
+  TestGraph small = make_graph(1 << 18);  // a 2 MiB compute buffer
+  ASSERT_TRUE(allocator.reserve(small.graph()).is_ok());
+  const Bytes old_size = allocator.buffer_size(0).value();
+  TestGraph large = make_graph(1 << 20);  // 8 MiB
+  ASSERT_TRUE(allocator.reserve(large.graph()).is_ok());
+  const Bytes new_size = allocator.buffer_size(0).value();
+  ASSERT_GT(new_size, old_size);
+  std::printf("regrowth %llu -> %llu bytes: peak held %llu bytes\n", static_cast<unsigned long long>(old_size),
+              static_cast<unsigned long long>(new_size), static_cast<unsigned long long>(type.peak_bytes()));
+  EXPECT_EQ(type.peak_bytes(), new_size) << "old " << old_size << ", new " << new_size;
 }
 
 TEST(GraphAllocator, FailedFirstReserveLeavesNoPlan) {
