@@ -78,7 +78,7 @@ std::string GraphAllocator::restore_buffers(const std::vector<std::pair<std::siz
     for (Bytes size : sizes) {
       auto chunk = types_[id]->allocate(size);
       if (!chunk) {
-        // Nothing usable is left: drop the plan, so that the next alloc reserves again.
+        // The previous plan has no buffers now: drop it, so that the next alloc reserves again.
         for (const auto& entry : replaced) buffers_[entry.first].clear();
         plan_.reset();
         return "; the previous buffers could not be allocated again either (" + chunk.status().message() +
