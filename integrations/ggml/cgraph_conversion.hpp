@@ -335,7 +335,11 @@ void mark_memory_elsewhere(Converted& out) {
   out.memory_elsewhere.clear();
   galloc::Graph& g = out.graph;
   const std::size_t listed = g.leafs.size() + g.nodes.size();
-  if (listed == g.tensors.size()) return;  // nothing reached only through an edge
+  // Only a tensor reached through an edge and without memory can be one (usually none: the
+  // KV cache, reached as a view's source, has memory).
+  bool candidate = false;
+  for (std::size_t i = listed; i < g.tensors.size() && !candidate; ++i) candidate = !g.tensors[i].has_memory;
+  if (!candidate) return;
   std::vector<char> read(g.tensors.size(), 0);
   for (std::size_t i = 0; i < listed && i < read.size(); ++i) read[i] = 1;
   for (TensorId node : g.nodes) {

@@ -285,7 +285,6 @@ class InitTensors final : public galloc::AllocSink {
   }
 
   galloc::Status place(TensorId id, const galloc::TensorAddress* address) override {
-    placing_ = true;
     ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
     if (tensor->view_src != nullptr) {
       if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) view_init(tensor);
@@ -295,21 +294,18 @@ class InitTensors final : public galloc::AllocSink {
     if (address == nullptr) {
       // Only a tensor with a buffer but no data gets here: upstream would abort in
       // ggml_backend_tensor_alloc.
-      return galloc::failed_precondition(std::string("tensor ") + tensor->name +
-                                         " has a buffer but no data; cannot allocate it");
+      return galloc::invalid_argument(std::string("tensor ") + tensor->name +
+                                      " has a buffer but no data; cannot allocate it");
     }
     tensor_alloc(handle_of(address->chunk), tensor, address->data);
     return galloc::Status::ok();
   }
 
   [[nodiscard]] bool reserved() const { return reserved_; }
-  // Whether alloc got as far as placing tensors (so a failure is not about the reservation).
-  [[nodiscard]] bool placing() const { return placing_; }
 
  private:
   ggml_gallocr* galloc_;
   bool reserved_ = false;
-  bool placing_ = false;
 };
 
 }  // namespace
@@ -398,7 +394,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
     if (galloc::Status s = galloc->allocator->alloc(galloc->current.graph, init_tensors); !s) {
-      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1 && !init_tensors.placing()) {
+      if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1) {
         // several buffers: the caller must reserve with the buffer ids first (upstream's false)
 #ifndef NDEBUG
         GGML_LOG_DEBUG("%s: cannot reallocate multi buffer graph automatically, call reserve\n", __func__);
