@@ -105,6 +105,7 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   reserved_nodes_ = graph.nodes;
   reserved_leafs_ = graph.leafs;
   reserved_inplace_ops_ = graph.inplace_ops;
+  reserved_node_groups_ = graph.node_groups;
   // A slot for every tensor the walk reads (leafs, nodes and their sources), in id order so
   // that alloc goes through the tensors front to back; and the order in which ggml's
   // alloc_graph first reaches them, for an AllocSink. scratch_ holds each tensor's slot.
@@ -152,7 +153,8 @@ Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const Buf
 bool GraphAllocator::needs_reserve(const Graph& graph) const {
   if (!plan_) return true;
   if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
-      graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_) {
+      graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_ ||
+      graph.node_groups != reserved_node_groups_) {
     return true;
   }
   // The same lists, so every id below is one the reserve validated, and the same tensors are

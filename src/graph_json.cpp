@@ -408,7 +408,7 @@ GraphFile read(std::string_view text) {
   }
   check_keys(root,
              {"format", "version", "buffer_types", "buffers", "tensors", "nodes", "leafs", "node_buffer_ids",
-              "leaf_buffer_ids", "inplace_ops"},
+              "leaf_buffer_ids", "inplace_ops", "node_groups"},
              "graph file");
 
   GraphFile file;
@@ -437,6 +437,20 @@ GraphFile read(std::string_view text) {
       const auto op = op_from_name(name);
       if (!op) fail(where + ": unknown op '" + name + "'");
       file.graph.inplace_ops.set(static_cast<std::size_t>(*op));
+    }
+  }
+  if (const json* groups = optional_field(root, "node_groups")) {
+    as_array(*groups, "graph file", "field 'node_groups'");
+    if (!groups->empty() && groups->size() != file.graph.nodes.size()) {
+      fail("graph file: field 'node_groups' has " + std::to_string(groups->size()) + " entries for " +
+           std::to_string(file.graph.nodes.size()) + " nodes");
+    }
+    for (std::size_t i = 0; i < groups->size(); ++i) {
+      const json& v = (*groups)[i];
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+        fail("node_groups[" + std::to_string(i) + "]: " + show(v) + " is not a group number (0..2^31-1)");
+      }
+      file.graph.node_groups.push_back(static_cast<std::int32_t>(v.get<std::uint64_t>()));
     }
   }
   return file;
@@ -591,6 +605,7 @@ std::string write_graph_json(const GraphFile& file) {
     }
     out += "]";
   }
+  if (!file.graph.node_groups.empty()) out += ",\n  \"node_groups\": " + number_list(file.graph.node_groups);
   out += "\n}\n";
   return out;
 }

@@ -108,6 +108,8 @@ class LivenessWalk {
     src_begin_[n_nodes] = static_cast<std::uint32_t>(srcs_.size());
 
     out_.node_step.resize(n_nodes);
+    const std::vector<std::int32_t>& groups = graph_.node_groups;
+    std::size_t group_begin = 0;  // the first node whose sources are not released yet
     for (std::size_t i = 0; i < n_nodes; ++i) {
       const TensorId id = graph_.nodes[i];
       const BufferId buffer = node_buffer(i);
@@ -119,19 +121,9 @@ class LivenessWalk {
       allocate(id, buffer);
       out_.node_step[i] = static_cast<Step>(out_.events.size());
 
-      for (TensorId src : sources) {
-        TensorState& parent = state_[src];
-        parent.n_children -= 1;
-        if ((parent.n_children | parent.n_views) != 0) continue;  // one branch: zero only if both are
-        if (parent.bits & kView) {
-          const TensorId root = parent.view_src;
-          TensorState& source = state_[root];
-          source.n_views -= 1;
-          if (source.n_views == 0 && source.n_children == 0 && (source.bits & kOwned)) release(root);
-        } else if (parent.bits & kOwned) {
-          release(src);
-        }
-      }
+      // A group's sources are released after its last node (Graph::node_groups).
+      if (!groups.empty() && i + 1 < n_nodes && groups[i + 1] == groups[i]) continue;
+      for (; group_begin <= i; ++group_begin) release_sources(sources_of(group_begin));
     }
 
     const Step end = static_cast<Step>(out_.events.size());
@@ -147,6 +139,23 @@ class LivenessWalk {
       out_.tensor_storage[t] = state.storage;
       out_.tensor_buffer[t] = state.storage < 0 ? -1 : state.buffer;
       out_.tensor_size[t] = state.storage < 0 ? 0 : raw_size(state.buffer, static_cast<TensorId>(t));
+    }
+  }
+
+  // A node has run: its sources lose a child, and those nothing reads any more are freed.
+  void release_sources(Span<const TensorId> sources) {
+    for (TensorId src : sources) {
+      TensorState& parent = state_[src];
+      parent.n_children -= 1;
+      if ((parent.n_children | parent.n_views) != 0) continue;  // one branch: zero only if both are
+      if (parent.bits & kView) {
+        const TensorId root = parent.view_src;
+        TensorState& source = state_[root];
+        source.n_views -= 1;
+        if (source.n_views == 0 && source.n_children == 0 && (source.bits & kOwned)) release(root);
+      } else if (parent.bits & kOwned) {
+        release(src);
+      }
     }
   }
 
@@ -388,6 +397,10 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* c
     }
   }
   GALLOC_RETURN_IF_ERROR(validate_graph(graph));
+  if (!graph.node_groups.empty() && graph.node_groups.size() != graph.nodes.size()) {
+    return invalid_argument("the graph has " + std::to_string(graph.node_groups.size()) + " node groups for " +
+                            std::to_string(graph.nodes.size()) + " nodes; give one per node, or none");
+  }
   GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.node_buffer_ids, graph.nodes.size(), buffer_types.size(), "node"));
   GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.leaf_buffer_ids, graph.leafs.size(), buffer_types.size(), "leaf"));
 

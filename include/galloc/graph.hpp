@@ -167,6 +167,12 @@ struct Graph {
   // The ops whose result may reuse a dying source's memory, as the ggml that built the graph
   // decides it (its ggml_op_can_inplace): older ggml reuses fewer ops, newer ones CLAMP too.
   OpSet inplace_ops = default_inplace_ops();
+  // Nodes that may run at the same time, as the 2023 ggml_allocr_set_parse_seq groups them
+  // between -1 barriers: per node, a group number, the same for consecutive nodes of one group.
+  // What a group reads is freed only after its last node, so no node of the group overwrites
+  // what another one still reads, and a node takes a source over in place only when no other
+  // node of its group reads it. Empty: every node runs alone, in order.
+  std::vector<std::int32_t> node_groups;
 
   // A contiguous tensor with no op; not yet part of nodes or leafs.
   [[nodiscard]] Tensor new_tensor(std::string name, DataType type, std::initializer_list<std::int64_t> ne) const;

@@ -370,6 +370,11 @@ TEST(GraphAllocator, NeedsReserve) {
   other_rules.graph().inplace_ops.reset();
   EXPECT_TRUE(allocator.needs_reserve(other_rules.graph()));
 
+  // The same graph with its nodes in groups that may run at once (a 2023 parse order).
+  TestGraph grouped = make_graph(16);
+  grouped.graph().node_groups.assign(grouped.graph().nodes.size(), 0);
+  EXPECT_TRUE(allocator.needs_reserve(grouped.graph()));
+
   // A tensor that gains existing memory needs no slot; one that loses it needs one.
   TestGraph external = make_graph(16);
   external.graph()[external.x].has_memory = true;

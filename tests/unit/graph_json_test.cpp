@@ -196,7 +196,7 @@ TEST(GraphJson, DocumentedErrorMessages) {
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
                         "tensors": [], "nodes": [], "leafs": [], "extra": 1})"),
             "graph file: unknown field 'extra' (known: format, version, buffer_types, buffers, tensors, "
-            "nodes, leafs, node_buffer_ids, leaf_buffer_ids, inplace_ops)");
+            "nodes, leafs, node_buffer_ids, leaf_buffer_ids, inplace_ops, node_groups)");
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
                         "tensors": [], "nodes": [], "leafs": [], "inplace_ops": ["ADD", "ADDD"]})"),
             "graph file: inplace_ops[1]: unknown op 'ADDD'");
@@ -388,6 +388,27 @@ TEST(GraphJson, InplaceOpsRoundTrip) {
   auto loaded = read_graph_json(text);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EXPECT_EQ(loaded->graph.inplace_ops, file.graph.inplace_ops);
+}
+
+// Node groups (a parse order with barriers) travel in the file; a graph without them writes no field.
+TEST(GraphJson, NodeGroupsRoundTrip) {
+  GraphFile file;
+  file.buffer_types.push_back({"CPU", 32, kUnlimited});
+  const TensorId x = file.graph.add_leaf(file.graph.new_tensor("x", DataType::F32, {8}));
+  const TensorId y = file.graph.add_node(file.graph.new_op("y", Op::Scale, DataType::F32, {8}, {x}));
+  file.graph.add_node(file.graph.new_op("z", Op::Scale, DataType::F32, {8}, {y}));
+  EXPECT_EQ(write_graph_json(file).find("node_groups"), std::string::npos);
+
+  file.graph.node_groups = {0, 1};
+  const std::string text = write_graph_json(file);
+  EXPECT_NE(text.find(R"("node_groups": [0, 1])"), std::string::npos) << text;
+  auto loaded = read_graph_json(text);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->graph.node_groups, file.graph.node_groups);
+
+  std::string short_list = text;
+  short_list.replace(short_list.find("[0, 1]"), 6, "[0]");
+  EXPECT_FALSE(read_graph_json(short_list).is_ok());
 }
 
 TEST(GraphJson, WriteAndReadAFile) {

@@ -68,6 +68,39 @@ TEST_F(LifetimesTest, TheGraphsInplaceOpsDecide) {
   EXPECT_EQ(storage_of(changed, a), storage_of(changed, out));
 }
 
+// Nodes of one group (ggml_allocr_set_parse_seq between -1 barriers) may run at once: what
+// the group reads is freed after its last node, and a node takes a source over in place only
+// when no other node of the group reads it.
+//   x ──scale──> a ──scale──> b        group 0: a, c
+//   x ──sqr────> c                     group 1: b, d
+//   c ──scale──> d
+TEST_F(LifetimesTest, NodeGroupsFreeAtTheirEndAndShareNoSourceInPlace) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Scale, 16, {x});
+  const TensorId c = node("c", Op::Sqr, 16, {x});
+  const TensorId b = node("b", Op::Scale, 16, {a});
+  const TensorId d = node("d", Op::Scale, 16, {c});
+  g_[b].flags |= kFlagOutput;
+  g_[d].flags |= kFlagOutput;
+  const Lifetimes alone = analyze();
+  EXPECT_EQ(storage_of(alone, x), storage_of(alone, c));  // c is x's last reader: in place
+
+  g_.node_groups = {0, 0, 1, 1};
+  const Lifetimes grouped = analyze();
+  // a still reads x while c runs: c gets memory of its own, and x lives to the group's end
+  EXPECT_NE(storage_of(grouped, x), storage_of(grouped, c));
+  EXPECT_NE(storage_of(grouped, x), storage_of(grouped, a));
+  const StorageObject& xs = grouped.storages[static_cast<std::size_t>(storage_of(grouped, x))];
+  const StorageObject& cs = grouped.storages[static_cast<std::size_t>(storage_of(grouped, c))];
+  EXPECT_GT(xs.live.upper, cs.live.lower);  // x and c overlap in time: they cannot share bytes
+  // b and d are their groups' only readers of a and c: in place, as before
+  EXPECT_EQ(storage_of(grouped, a), storage_of(grouped, b));
+  EXPECT_EQ(storage_of(grouped, c), storage_of(grouped, d));
+
+  g_.node_groups = {0, 0, 1};
+  EXPECT_FALSE(analyze_lifetimes(g_, types_).is_ok());  // one group per node, or none
+}
+
 // A parent with two children, an output parent, or a different layout is not reused.
 TEST_F(LifetimesTest, NoInplaceForSharedOutputOrOtherLayout) {
   const TensorId x = input("x", 16);
