@@ -54,6 +54,7 @@ DROPIN=(
     integrations/ggml/api_generations.hpp
     integrations/ggml/cgraph_conversion.hpp
     integrations/ggml/ggml-alloc.cpp
+    integrations/ggml/ggml-alloc-2023.hpp
 )
 
 for f in "${HEADERS[@]}" "${SOURCES[@]}" "${DROPIN[@]}" LICENSE; do
@@ -168,16 +169,7 @@ EOF
     # ggml's headers, as the drop-in includes them
     for f in "${DROPIN[@]}"; do grep -hE '^#include "ggml[^"]*\.h"' "$ROOT/$f"; done | awk '!seen[$0]++'
     echo
-    # A ggml older than the drop-in supports gets one clear error instead of hundreds: the
-    # rest of the file is compiled only when the logging macros it uses exist, which came
-    # with the API generation it implements (late 2024).
-    echo '#if !defined(GGML_LOG_ERROR)'
-    echo '#error "galloc: this ggml-impl.h has no GGML_LOG_ERROR: it is a ggml from before late 2024 (such as whisper.rn 0.4.0-rc.8), whose ggml-alloc.h (ggml_allocr_*) galloc does not implement; keep its own ggml-alloc.c"'
-    echo '#else'
-    echo
     cat "$BODY"
-    echo
-    echo '#endif  // GGML_LOG_ERROR'
     echo
     echo "#if defined(__clang__)"
     echo "#pragma clang diagnostic pop"

@@ -1,15 +1,27 @@
 // The ggml API generations the drop-in serves, told apart at compile time from what ggml's
-// headers declare (never from a version string): whisper.rn 0.4.0-rc.10's late-2024 ggml
-// ("older") and everything after it.
+// headers declare (never from a version string): the 2023 one of whisper.rn 0.4.0-rc.8
+// (ggml_allocr_*, measure allocators), whisper.rn 0.4.0-rc.10's late-2024 ggml ("older") and
+// everything after it.
 #pragma once
 
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
+#include "ggml-impl.h"
 #include "ggml.h"
 
+#include <cstdint>
 #include <type_traits>
 #include <utility>
+
+// The 2023 generation has different types and signatures in ggml-alloc.h (ggml_gallocr_new
+// takes no buffer type there), so it is told apart by the preprocessor: its ggml-impl.h has no
+// logging macros, which came with the ggml-alloc.h of late 2024.
+#if defined(GGML_LOG_ERROR)
+#define GALLOC_GGML_2023_API 0
+#else
+#define GALLOC_GGML_2023_API 1
+#endif
 
 namespace {
 
@@ -49,6 +61,18 @@ inline constexpr bool kClampReusesSource =
 inline constexpr bool kHasMetaBufferTypes =
     kDeclared<decltype(ggml_backend_buft_is_meta(std::declval<ggml_backend_buffer_type_t>()))>;
 
+// A tensor's flags (input, output...): the 2023 generation has none.
+template <typename Tensor>
+auto tensor_flags(const Tensor* t, int) -> decltype(static_cast<std::uint32_t>(t->flags)) {
+  return static_cast<std::uint32_t>(t->flags);
+}
+template <typename Tensor>
+std::uint32_t tensor_flags(const Tensor*, long) {
+  return 0;
+}
+inline std::uint32_t flags_of(const ggml_tensor* t) { return tensor_flags(t, 0); }
+
+#if !GALLOC_GGML_2023_API
 // A ggml call's result as a status, for calls that return void in the older generation.
 template <typename Call>
 ggml_status status_of(Call&& call) {
@@ -69,6 +93,8 @@ Result tallocr_result(ggml_status status) {
     return status;
   }
 }
+
+#endif  // !GALLOC_GGML_2023_API
 
 template <typename BufferType>
 bool is_meta(BufferType buft) {

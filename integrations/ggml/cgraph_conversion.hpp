@@ -275,7 +275,7 @@ galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) 
       g.src[static_cast<std::size_t>(s)] = src == nullptr ? galloc::kNoTensor : out.ids.at(src);
     }
     g.view_src = t->view_src == nullptr ? galloc::kNoTensor : out.ids.at(t->view_src);
-    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.flags = flags_of(t);
     g.has_memory = has_memory(t, rule);
   }
   fill_details(out);
@@ -321,7 +321,7 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::
       return true;
     }
     g.op = op_of(t->op);
-    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.flags = flags_of(t);
     g.has_memory = has_memory(t, MemoryRule::kGraph);
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
@@ -395,7 +395,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     g.op = op_of(t->op);
     g.src = src;
     g.view_src = view_src;
-    g.flags = static_cast<std::uint32_t>(t->flags);
+    g.flags = flags_of(t);
     g.has_memory = has_memory(t, MemoryRule::kGraph);
     Converted::Edges& edges = out.edges[i];
     std::copy(t->src, t->src + GGML_MAX_SRC, edges.begin());

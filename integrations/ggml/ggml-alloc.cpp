@@ -62,6 +62,8 @@ constexpr const char* kGallocRevision = "(built from source)";
 static_assert(GGML_MAX_SRC <= galloc::kMaxSources && GGML_MAX_DIMS == galloc::kMaxDims,
               "this ggml has more sources or dimensions per tensor than galloc's graph model");
 
+#if !GALLOC_GGML_2023_API  // the 2023 API is in ggml-alloc-2023.hpp, included at the end
+
 namespace {
 
 // ------------------------------------------------------------------ errors and logging
@@ -616,3 +618,8 @@ bool ggml_op_can_inplace(enum ggml_op op) {
 }
 
 }  // extern "C"
+
+#endif  // !GALLOC_GGML_2023_API
+
+// The 2023 generation's ggml-alloc.h (ggml_allocr_*, measure allocators).
+#include "ggml-alloc-2023.hpp"
