@@ -106,6 +106,8 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   reserved_leafs_ = graph.leafs;
   reserved_inplace_ops_ = graph.inplace_ops;
   reserved_node_groups_ = graph.node_groups;
+  reserved_inplace_across_buffers_ = graph.inplace_across_buffers;
+  reserved_inplace_through_views_ = graph.inplace_through_views;
   // A slot for every tensor the walk reads (leafs, nodes and their sources), in id order so
   // that alloc goes through the tensors front to back; and the order in which ggml's
   // alloc_graph first reaches them, for an AllocSink. scratch_ holds each tensor's slot.
@@ -154,7 +156,8 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
   if (!plan_) return true;
   if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
       graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_ ||
-      graph.node_groups != reserved_node_groups_) {
+      graph.node_groups != reserved_node_groups_ || graph.inplace_across_buffers != reserved_inplace_across_buffers_ ||
+      graph.inplace_through_views != reserved_inplace_through_views_) {
     return true;
   }
   // The same lists, so every id below is one the reserve validated, and the same tensors are

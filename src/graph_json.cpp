@@ -408,7 +408,7 @@ GraphFile read(std::string_view text) {
   }
   check_keys(root,
              {"format", "version", "buffer_types", "buffers", "tensors", "nodes", "leafs", "node_buffer_ids",
-              "leaf_buffer_ids", "inplace_ops", "node_groups"},
+              "leaf_buffer_ids", "inplace_ops", "node_groups", "inplace_across_buffers", "inplace_through_views"},
              "graph file");
 
   GraphFile file;
@@ -447,11 +447,23 @@ GraphFile read(std::string_view text) {
     }
     for (std::size_t i = 0; i < groups->size(); ++i) {
       const json& v = (*groups)[i];
-      if (!v.is_number_unsigned() || v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+      if (!v.is_number_unsigned() ||
+          v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
         fail("node_groups[" + std::to_string(i) + "]: " + show(v) + " is not a group number (0..2^31-1)");
       }
       file.graph.node_groups.push_back(static_cast<std::int32_t>(v.get<std::uint64_t>()));
     }
+  }
+  if (const json* across = optional_field(root, "inplace_across_buffers")) {
+    if (!across->is_boolean())
+      fail("graph file: field 'inplace_across_buffers' is " + show(*across) + ", expected true or false");
+    file.graph.inplace_across_buffers = across->get<bool>();
+  }
+  if (const json* through = optional_field(root, "inplace_through_views")) {
+    if (!through->is_boolean()) {
+      fail("graph file: field 'inplace_through_views' is " + show(*through) + ", expected true or false");
+    }
+    file.graph.inplace_through_views = through->get<bool>();
   }
   return file;
 }
@@ -606,6 +618,8 @@ std::string write_graph_json(const GraphFile& file) {
     out += "]";
   }
   if (!file.graph.node_groups.empty()) out += ",\n  \"node_groups\": " + number_list(file.graph.node_groups);
+  if (!file.graph.inplace_across_buffers) out += ",\n  \"inplace_across_buffers\": false";
+  if (file.graph.inplace_through_views) out += ",\n  \"inplace_through_views\": true";
   out += "\n}\n";
   return out;
 }

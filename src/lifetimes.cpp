@@ -285,11 +285,16 @@ class LivenessWalk {
       for (std::uint32_t mask = detail::source_mask(tensor); mask != 0; mask &= mask - 1) {
         const TensorId src = tensor.src[static_cast<std::size_t>(detail::lowest_set_bit(mask))];
         TensorState& parent_state = state_[src];
+        if ((parent_state.bits & kView) && graph_.inplace_through_views) {
+          if (take_over_through_view(id, buffer, src)) return;
+          continue;
+        }
         // Upstream also tries a view parent here, but views are never owned, so that branch
         // cannot run; owned parents are never views.
         if (!(parent_state.bits & kOwned) || (parent_state.bits & kOutput)) continue;
         if (parent_state.n_children != 1 || parent_state.n_views != 0) continue;
         if (!same_layout(tensor, graph_[src])) continue;
+        if (!graph_.inplace_across_buffers && parent_state.buffer != buffer) continue;
         // Upstream asserts the child is no larger than the parent; galloc simply does not
         // reuse then.
         const Bytes parent_raw = raw_size(parent_state.buffer, src);
@@ -318,6 +323,26 @@ class LivenessWalk {
     state.buffer = buffer;
     state.storage = static_cast<StorageId>(out_.storages.size() - 1);
     out_.events.push_back({LifetimeEvent::Kind::kAllocate, state.storage, 0, storage.size});
+  }
+
+  // Graph::inplace_through_views: `id` takes over the memory of the source of its view
+  // parent `view` when the view starts at that memory, is the source's only use and `id` is
+  // the view's only reader. `id` then owns the storage, as if it were another view of it.
+  bool take_over_through_view(TensorId id, BufferId buffer, TensorId view) {
+    const TensorState& view_state = state_[view];
+    const TensorId root = view_state.view_src;
+    TensorState& root_state = state_[root];
+    if (!(root_state.bits & kOwned) || (root_state.bits & kOutput)) return false;
+    if (view_state.n_children != 1 || view_state.n_views != 0) return false;
+    if (root_state.n_views != 1 || root_state.n_children != 0 || graph_[view].view_offs != 0) return false;
+    if (!same_layout(graph_[id], graph_[view])) return false;
+    if (!graph_.inplace_across_buffers && root_state.buffer != buffer) return false;
+    if (raw_size(root_state.buffer, id) > raw_size(root_state.buffer, root)) return false;
+    TensorState& state = state_[id];
+    state.buffer = root_state.buffer;
+    state.storage = root_state.storage;
+    root_state.bits &= static_cast<std::uint8_t>(~kOwned);
+    return true;
   }
 
   // ggml_gallocr_free_node: outputs are never freed.

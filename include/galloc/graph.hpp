@@ -173,6 +173,14 @@ struct Graph {
   // what another one still reads, and a node takes a source over in place only when no other
   // node of its group reads it. Empty: every node runs alone, in order.
   std::vector<std::int32_t> node_groups;
+  // Whether a node may take over a source in another buffer id (it then lives in that buffer,
+  // as in ggml from late 2024). The 2023 ggml_gallocr_alloc_graph_n reuses only sources in the
+  // node's own buffer.
+  bool inplace_across_buffers = true;
+  // Whether a node may take over, through a view at offset 0, the view's source when nothing
+  // else reads either (a reshape between two element-wise ops). The 2023 ggml_allocr does;
+  // ggml from late 2024 does not.
+  bool inplace_through_views = false;
 
   // A contiguous tensor with no op; not yet part of nodes or leafs.
   [[nodiscard]] Tensor new_tensor(std::string name, DataType type, std::initializer_list<std::int64_t> ne) const;

@@ -138,8 +138,10 @@ class GraphAllocator {
   // (llama.cpp issue 28448: same sizes, other sources) is caught by comparing field by field.
   std::vector<TensorId> reserved_nodes_;
   std::vector<TensorId> reserved_leafs_;
-  OpSet reserved_inplace_ops_;              // other in-place rules give other lifetimes
+  OpSet reserved_inplace_ops_;                      // other in-place rules give other lifetimes
   std::vector<std::int32_t> reserved_node_groups_;  // and so do other groups
+  bool reserved_inplace_across_buffers_ = true;     // and those rules
+  bool reserved_inplace_through_views_ = false;
   std::vector<ReplaySlot> slots_;           // in tensor id order
   std::vector<std::int32_t> visit_order_;   // indices into slots_, in ggml's first-visit order
   std::vector<NodeShape> node_shapes_;      // per node, in tensor id order

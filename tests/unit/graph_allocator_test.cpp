@@ -374,6 +374,12 @@ TEST(GraphAllocator, NeedsReserve) {
   TestGraph grouped = make_graph(16);
   grouped.graph().node_groups.assign(grouped.graph().nodes.size(), 0);
   EXPECT_TRUE(allocator.needs_reserve(grouped.graph()));
+  TestGraph within = make_graph(16);
+  within.graph().inplace_across_buffers = false;
+  EXPECT_TRUE(allocator.needs_reserve(within.graph()));
+  TestGraph through = make_graph(16);
+  through.graph().inplace_through_views = true;
+  EXPECT_TRUE(allocator.needs_reserve(through.graph()));
 
   // A tensor that gains existing memory needs no slot; one that loses it needs one.
   TestGraph external = make_graph(16);

@@ -196,7 +196,8 @@ TEST(GraphJson, DocumentedErrorMessages) {
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
                         "tensors": [], "nodes": [], "leafs": [], "extra": 1})"),
             "graph file: unknown field 'extra' (known: format, version, buffer_types, buffers, tensors, "
-            "nodes, leafs, node_buffer_ids, leaf_buffer_ids, inplace_ops, node_groups)");
+            "nodes, leafs, node_buffer_ids, leaf_buffer_ids, inplace_ops, node_groups, "
+            "inplace_across_buffers, inplace_through_views)");
   EXPECT_EQ(error_of(R"({"format": "galloc-graph", "version": 1, "buffer_types": [{"name": "CPU", "alignment": 32}],
                         "tensors": [], "nodes": [], "leafs": [], "inplace_ops": ["ADD", "ADDD"]})"),
             "graph file: inplace_ops[1]: unknown op 'ADDD'");
@@ -405,6 +406,15 @@ TEST(GraphJson, NodeGroupsRoundTrip) {
   auto loaded = read_graph_json(text);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EXPECT_EQ(loaded->graph.node_groups, file.graph.node_groups);
+
+  file.graph.inplace_across_buffers = false;
+  auto within = read_graph_json(write_graph_json(file));
+  ASSERT_TRUE(within.is_ok()) << within.status().to_string();
+  EXPECT_FALSE(within->graph.inplace_across_buffers);
+  file.graph.inplace_through_views = true;
+  auto through = read_graph_json(write_graph_json(file));
+  ASSERT_TRUE(through.is_ok()) << through.status().to_string();
+  EXPECT_TRUE(through->graph.inplace_through_views);
 
   std::string short_list = text;
   short_list.replace(short_list.find("[0, 1]"), 6, "[0]");

@@ -101,6 +101,56 @@ TEST_F(LifetimesTest, NodeGroupsFreeAtTheirEndAndShareNoSourceInPlace) {
   EXPECT_FALSE(analyze_lifetimes(g_, types_).is_ok());  // one group per node, or none
 }
 
+// ggml from late 2024 lets a node take over a source in another buffer id (the node then
+// lives there); the 2023 ggml_gallocr_alloc_graph_n does not.
+//   x (buffer 0) ──scale──> a (buffer 1)
+TEST_F(LifetimesTest, InplaceAcrossBuffersOnlyWhenTheGraphAllows) {
+  NullBufferType second{8};
+  const std::vector<const BufferType*> two{&type_, &second};
+  const TensorId x = g_.add_node(g_.new_op("x", Op::Sqr, DataType::F32, {16}, {input("in", 16)}));
+  const TensorId a = node("a", Op::Scale, 16, {x});
+  g_[a].flags |= kFlagOutput;
+  const std::vector<BufferId> node_ids{0, 1}, leaf_ids{0};
+  const BufferAssignment assignment{node_ids, leaf_ids};
+  auto across = analyze_lifetimes(g_, two, assignment);
+  ASSERT_TRUE(across.is_ok()) << across.status().to_string();
+  EXPECT_EQ(storage_of(*across, x), storage_of(*across, a));
+  EXPECT_EQ(across->tensor_buffer[static_cast<std::size_t>(a)], 0);
+
+  g_.inplace_across_buffers = false;
+  auto within = analyze_lifetimes(g_, two, assignment);
+  ASSERT_TRUE(within.is_ok()) << within.status().to_string();
+  EXPECT_NE(storage_of(*within, x), storage_of(*within, a));
+  EXPECT_EQ(within->tensor_buffer[static_cast<std::size_t>(a)], 1);
+}
+
+// The 2023 allocator also takes a source over through a view of all of it (a reshape between
+// two element-wise ops) when nothing else reads the source or the view.
+//   x ──sqr──> a ──reshape──> r ──scale──> out
+TEST_F(LifetimesTest, InplaceThroughAViewWhenTheGraphAllows) {
+  const TensorId x = input("x", 16);
+  const TensorId a = node("a", Op::Sqr, 16, {x});
+  const TensorId r = g_.add_node(g_.new_view("r", Op::Reshape, a, 0, {4, 4}));
+  const TensorId out = g_.add_node(g_.new_op("out", Op::Scale, DataType::F32, {4, 4}, {r}));
+  g_[out].flags |= kFlagOutput;
+  const Lifetimes late = analyze();
+  EXPECT_NE(storage_of(late, a), storage_of(late, out));
+
+  g_.inplace_through_views = true;
+  const Lifetimes old = analyze();
+  EXPECT_EQ(storage_of(old, a), storage_of(old, out));
+  EXPECT_LT(live_lower_bound(old)[0], live_lower_bound(late)[0]);
+
+  // not when the view starts inside its source
+  g_[r].view_offs = 8;
+  g_[r].ne = {2, 1, 1, 1};
+  g_[r].nb = contiguous_strides(DataType::F32, g_[r].ne);
+  g_[out].ne = g_[r].ne;
+  g_[out].nb = g_[r].nb;
+  const Lifetimes offset = analyze();
+  EXPECT_NE(storage_of(offset, a), storage_of(offset, out));
+}
+
 // A parent with two children, an output parent, or a different layout is not reused.
 TEST_F(LifetimesTest, NoInplaceForSharedOutputOrOtherLayout) {
   const TensorId x = input("x", 16);
