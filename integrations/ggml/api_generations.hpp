@@ -10,6 +10,7 @@
 #include "ggml-impl.h"
 #include "ggml.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -36,12 +37,21 @@ template <typename... Args>
 Missing ggml_backend_meta_alloc_ctx_tensors_from_buft(Args...);
 template <typename... Args>
 Missing ggml_clamp_inplace(Args...);
+template <typename... Args>
+Missing ggml_allocr_new_measure(Args...);
 }  // namespace fallback
 
 template <typename T>
 inline constexpr bool kDeclared = !std::is_same_v<T, fallback::Missing>;
 
 using namespace fallback;  // NOLINT(google-build-using-namespace): the probes above
+
+// A ggml between the two (upstream's of early to late 2024: no logging macros, no measure
+// allocator) is served by neither; no npm package checked ships one.
+static_assert(!GALLOC_GGML_2023_API || kDeclared<decltype(ggml_allocr_new_measure(std::size_t{0}))>,
+              "galloc: this ggml-impl.h has no GGML_LOG_ERROR, so this is a ggml from before late 2024, "
+              "but its ggml-alloc.h has no ggml_allocr_new_measure either: galloc serves the 2023 ggml-alloc.h "
+              "and those from late 2024 on; keep this ggml's own ggml-alloc.c");
 
 // ggml_tallocr_alloc returns void in the older generation (whisper.rn 0.4.0-rc.10's ggml),
 // enum ggml_status after it (cui-llama.rn 1.6.0 on); so do ggml_backend_tensor_alloc and

@@ -6,8 +6,8 @@
 // writes them before the graph exists, then ggml_allocr_alloc_graph places the rest. galloc
 // plans whole graphs, so alloc_graph plans the inputs with the graph (allocated first, freed
 // after their last reader, as the 2023 allocator frees them) and moves their bytes to the
-// planned place. Tensors allocated since the last reset that the graph does not read stay
-// where they are; the graph is planned above them.
+// planned place. Tensors allocated since the last reset that the graph does not read move to
+// the start of the buffer, bytes and all, and the graph is planned above them.
 //
 // The 2023 API had no way to report failure (void returns, an abort when the buffer is too
 // small). The signatures stay; a failure is logged to stderr, as that ggml logs, the tensors
@@ -115,10 +115,43 @@ ggml_tallocr_t new_tallocr(ggml_backend_buffer_t buffer, bool owned, bool measur
   return talloc.release();
 }
 
-Bytes held_end(const ggml_tallocr& talloc) {
+// The first offset from the buffer's base, at or after everything the allocator holds, whose
+// address is aligned (the base itself may not be: a measure allocator's one-byte buffer).
+Bytes next_free_offset(const ggml_tallocr& talloc) {
   Bytes end = talloc.first;
   for (const HeldBlock& block : talloc.held) end = std::max(end, block.end);
-  return end;
+  return talloc.first + align_up(end - talloc.first, talloc.alignment);
+}
+
+// Moves the tensors an allocator holds to the start of its buffer, in order and without gaps
+// (their bytes too, unless it measures), so that the graph planned above them can use the
+// holes that the inputs it takes along leave. Not while it holds an earlier graph's memory:
+// that graph's tensors may be read by the next.
+void pack_held_tensors(ggml_tallocr& talloc) {
+  for (const HeldBlock& block : talloc.held) {
+    if (block.tensor == nullptr) return;
+  }
+  std::sort(talloc.held.begin(), talloc.held.end(),
+            [](const HeldBlock& a, const HeldBlock& b) { return a.begin < b.begin; });
+  Bytes cursor = talloc.first;
+  std::vector<std::uint8_t> bytes;
+  for (HeldBlock& block : talloc.held) {
+    const Bytes size = block.end - block.begin;  // a multiple of the alignment
+    if (block.begin != cursor) {
+      ggml_tensor* t = block.tensor;
+      if (!talloc.measure) {
+        bytes.resize(ggml_nbytes(t));
+        ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
+      }
+      t->data = talloc.base + cursor;
+      if (!talloc.measure) {
+        ggml_backend_buffer_init_tensor(talloc.buffer, t);
+        ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+      }
+      block = {t, cursor, cursor + size};
+    }
+    cursor += size;
+  }
 }
 
 // ------------------------------------------------------------------ graph planning
@@ -216,14 +249,18 @@ void dump_2023(ggml_gallocr* galloc, const galloc::BufferAssignment& assignment)
   file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
   std::error_code ec;
   std::filesystem::create_directories(galloc->dump_dir, ec);
+  // numbered per process: the 2023 API makes a graph allocator per allocator, often at a freed one's address
+  static std::atomic<int> dumps{0};
   char name[64];
-  std::snprintf(name, sizeof name, "ggml-%p-%04d.json", static_cast<void*>(galloc), galloc->dumps++);
+  std::snprintf(name, sizeof name, "ggml-2023-%05d.json", dumps++);
   const std::string path = (std::filesystem::path(galloc->dump_dir) / name).string();
-  if (galloc::Status s = galloc::write_graph_file(path, file); !s) log_error_2023("ggml_allocr_alloc_graph", s.to_string());
+  if (galloc::Status s = galloc::write_graph_file(path, file); !s)
+    log_error_2023("ggml_allocr_alloc_graph", s.to_string());
 #else
   (void)assignment;
   if (galloc->dumps++ == 0) {
-    log_error_2023("ggml_allocr_alloc_graph", "GALLOC_DUMP is set, but this drop-in was built without galloc's graph files");
+    log_error_2023("ggml_allocr_alloc_graph",
+                   "GALLOC_DUMP is set, but this drop-in was built without galloc's graph files");
   }
 #endif
 }
@@ -350,22 +387,32 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
   }
   std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>> saved;
   std::vector<ggml_tensor*> moved;
-  // Until the graph is placed, a failure gives the moved tensors their old place back.
+  // Until the graph is placed, a failure allocates the inputs taken along again, after what
+  // their allocators hold, with their bytes.
   std::vector<std::pair<ggml_tallocr*, HeldBlock>> moved_from;
   bool done = false;
   struct Restore {
     std::vector<std::pair<ggml_tallocr*, HeldBlock>>& blocks;
+    std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>>& saved;
     bool& done;
     ~Restore() {
       if (done) return;
       for (auto& [talloc, block] : blocks) {
-        if (block.tensor->data != nullptr) continue;  // placed before the failure
-        block.tensor->data = talloc->base + block.begin;
-        block.tensor->buffer = talloc->buffer;
-        talloc->held.push_back(block);
+        ggml_tensor* t = block.tensor;
+        if (t->data != nullptr) continue;  // placed before the failure
+        const Bytes offset = next_free_offset(*talloc);
+        const Bytes size = block.end - block.begin;
+        if (offset > talloc->capacity || size > talloc->capacity - offset) continue;  // stays unallocated
+        t->data = talloc->base + offset;
+        t->buffer = talloc->buffer;
+        talloc->held.push_back({t, offset, offset + size});
+        if (talloc->measure) continue;
+        ggml_backend_buffer_init_tensor(talloc->buffer, t);
+        if (auto it = saved.find(t); it != saved.end())
+          ggml_backend_tensor_set(t, it->second.data(), 0, it->second.size());
       }
     }
-  } restore{moved_from, done};
+  } restore{moved_from, saved, done};
   auto take_pinned = [&](ggml_tensor* t) {
     auto it = pinned.find(t);
     if (it == pinned.end() || t->data == nullptr) return;
@@ -390,10 +437,14 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
       if (node->src[s] != nullptr) take_pinned(node->src[s]);
     }
   }
+  for (ggml_tallocr* talloc : tallocs) pack_held_tensors(*talloc);
 
   GALLOC_RETURN_IF_ERROR(convert_graph(&ordered.graph, galloc->current));
   galloc::Graph& graph = galloc->current.graph;
   graph.node_groups = ordered.groups;
+  // the 2023 in-place rules: only sources its own allocator holds, also through a view
+  graph.inplace_across_buffers = false;
+  graph.inplace_through_views = true;
   for (ggml_tensor* t : moved) {
     const TensorId id = galloc->current.ids.at(t);
     if (id != galloc::kNoTensor) graph[id].flags |= galloc::kFlagInput;  // allocated first, freed after use
@@ -401,7 +452,7 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
 
   // A new GraphAllocator when the allocators or their floors changed.
   std::vector<std::pair<std::uint64_t, Bytes>> key;
-  for (ggml_tallocr* talloc : tallocs) key.emplace_back(talloc->serial, align_up(held_end(*talloc), talloc->alignment));
+  for (ggml_tallocr* talloc : tallocs) key.emplace_back(talloc->serial, next_free_offset(*talloc));
   if (galloc->allocator == nullptr || key != galloc->key) {
     galloc->allocator.reset();
     galloc->types.clear();
@@ -549,7 +600,7 @@ void ggml_tallocr_alloc(ggml_tallocr_t talloc, struct ggml_tensor* tensor) {
       return;
     }
     const Bytes size = align_up(ggml_backend_buffer_get_alloc_size(talloc->buffer, tensor), talloc->alignment);
-    const Bytes offset = align_up(held_end(*talloc), talloc->alignment);
+    const Bytes offset = next_free_offset(*talloc);
     if (size > talloc->capacity || offset > talloc->capacity - size) {
       log_error_2023(__func__, "not enough space in the buffer for tensor " + std::string(tensor->name) + " (needed " +
                                    std::to_string(size) + " bytes at offset " + std::to_string(offset) +
@@ -729,7 +780,8 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
     const Bytes alignment = ggml_backend_buft_get_alignment(buft);
     Bytes total = 0;
     for (ggml_tensor* t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) {
-      if (t->data == nullptr && t->view_src == nullptr) total += align_up(ggml_backend_buft_get_alloc_size(buft, t), alignment);
+      if (t->data == nullptr && t->view_src == nullptr)
+        total += align_up(ggml_backend_buft_get_alloc_size(buft, t), alignment);
     }
     if (total == 0) return nullptr;  // everything has memory already
     ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft, total);
