@@ -8,8 +8,11 @@ JOBS       ?= 2
 GGML_CACHE ?= $(HOME)/.cache/galloc/ggml
 UPSTREAM_SPEC := llama.rn@0.12.9
 SEED_SPEC     := whisper.rn@0.4.0-rc.10
+# The 2023 ggml, whose ggml-alloc.h is the measure allocator API (ggml_allocr_*).
+LEGACY_SPEC   := whisper.rn@0.4.0-rc.8
 GGML_UPSTREAM := $(GGML_CACHE)/upstream
 GGML_SEED     := $(GGML_CACHE)/seed
+GGML_LEGACY   := $(GGML_CACHE)/legacy
 # The one-file drop-in's builds inside the npm packages' ggml, as shipped (tests/amalgamation).
 PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 
@@ -39,11 +42,13 @@ deps:
 ggml: deps
 	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_UPSTREAM)
 	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(SEED_SPEC) $(GGML_SEED)
+	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(LEGACY_SPEC) $(GGML_LEGACY)
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DGALLOC_GGML_UPSTREAM_DIR=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(GGML_UPSTREAM),) \
 	  -DGALLOC_GGML_SEED_DIR=$(if $(wildcard $(GGML_SEED)/libggml-stock.a),$(GGML_SEED),) \
+	  -DGALLOC_GGML_LEGACY_DIR=$(if $(wildcard $(GGML_LEGACY)/libggml-stock.a),$(GGML_LEGACY),) \
 	  -DGALLOC_PACKAGES_OUT=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(PACKAGES_OUT),) >/dev/null
 
 build: configure

@@ -9,9 +9,6 @@
 # GALLOC_STRATEGY=ggml and no larger with best). Last, whisper.rn's whisper.cpp and llama.rn's
 # llama.cpp, with their renamed drop-ins, link into one program and both clients run in it.
 #
-# A spec written unsupported:NAME@VERSION is a ggml the drop-in does not implement: compiled
-# there, the renamed file must stop at one error that says so, not hundreds.
-#
 # usage: packages_test.sh GALLOC_ROOT OUT_ROOT NPM_SPEC...
 #   the first whisper.rn and the first llama.rn spec make the two-package program
 set -euo pipefail
@@ -30,8 +27,8 @@ step() { :; }
 
 # client SPEC OUT: the package's whisper.cpp or llama.cpp and the drop-in tests' client for it
 client() {
-    local spec=$1 out=$2 name builder
-    local -a wraps
+    local spec=$1 out=$2 name builder tests=tests/dropin
+    local -a wraps compare_args=()
     case $spec in
         whisper.rn@*) name=whisper_client builder=build-whisper.sh
                       wraps=(ggml_backend_sched_graph_compute ggml_backend_sched_get_buffer_size
@@ -39,6 +36,12 @@ client() {
         *)            name=llama_client builder=build-llama.sh
                       wraps=(ggml_backend_sched_get_buffer_size) ;;
     esac
+    # the 2023 ggml (ggml_allocr_*): its own client, at whisper tiny's dimensions
+    if grep -q ggml_allocr_new "$out/include/ggml-alloc.h"; then
+        tests=tests/legacy
+        wraps=(ggml_backend_graph_compute ggml_allocr_max_size ggml_allocr_new_from_buffer)
+        compare_args=(-DGGML_SIZES=ANY)
+    fi
     local lib=${builder#build-}; lib=${lib%.sh}
     "$ROOT/integrations/ggml/$builder" "$spec" "$out" >"$out/$lib-build.log" 2>&1 \
         || { tail -n 20 "$out/$lib-build.log"; return 1; }
@@ -47,7 +50,7 @@ client() {
         # shellcheck source=../../integrations/ggml/package.sh
         source "$ROOT/integrations/ggml/package.sh"
         mkdir -p "$out/client"
-        package_rename "$ROOT/tests/dropin/$name.cpp" "$out/client/$name.cpp"
+        package_rename "$ROOT/$tests/$name.cpp" "$out/client/$name.cpp"
         package_rename "$ROOT/tests/dropin/test_support.hpp" "$out/client/test_support.hpp"
         local -a link=()
         local w
@@ -62,38 +65,14 @@ client() {
                 "${link[@]}" -o "$out/client/${name}_$kind" || exit 1
         done
     ) >"$out/client.log" 2>&1 || { tail -n 20 "$out/client.log"; return 1; }
-    local model=tiny-whisper.bin
-    [[ $name == llama_client ]] && model=tiny-llama.gguf
+    local args=$out/client/run/tiny-whisper.bin
+    [[ $name == llama_client ]] && args=$out/client/run/tiny-llama.gguf
+    [[ $tests == tests/legacy ]] && args+=";tiny"
     cmake -DSTOCK="$out/client/${name}_stock" -DGALLOC="$out/client/${name}_galloc" -DOUT="$out/client/run" \
-        -DARGS="$out/client/run/$model" -P "$ROOT/tests/dropin/compare.cmake" >"$out/compare.log" 2>&1 \
+        -DARGS="$args" "${compare_args[@]}" -P "$ROOT/tests/dropin/compare.cmake" >"$out/compare.log" 2>&1 \
         || { tail -n 30 "$out/compare.log"; return 1; }
     echo "ok: $spec: $lib.cpp $(head -n 1 "$out/compare.log" | sed 's/^-- //'), buffers:"
     sed -n '2,$p' "$out/compare.log" | grep -E '^  [a-z_]+\.' | head -n 16
-}
-
-# unsupported SPEC: the renamed file against the package's headers gives one clear error
-unsupported() {
-    local spec=$1 out=$OUT_ROOT/unsupported-${1//@/-}
-    (
-        NPM_SPEC=$spec
-        # shellcheck source=../../integrations/ggml/package.sh
-        source "$ROOT/integrations/ggml/package.sh"
-        fetch_tarball
-        rm -rf "$out" && mkdir -p "$out"
-        tar -xzf "$TARBALL" -C "$out" package/cpp
-        PACKAGE_CPP=$out/package/cpp PACKAGE_PREFIX=$(detect_prefix "$out/package/cpp/ggml.h")
-        export PACKAGE_CPP PACKAGE_PREFIX
-        package_rename "$FILE" "$out/ggml-alloc.cpp"
-    ) >"$out.log" 2>&1 || { tail -n 5 "$out.log"; return 1; }
-    if clang++ -std=c++17 -fsyntax-only -I "$out/package/cpp" "$out/ggml-alloc.cpp" >"$out/compile.log" 2>&1; then
-        echo "$spec: the file compiled, but this ggml is not supported"; return 1
-    fi
-    local errors
-    errors=$(grep -c 'error:' "$out/compile.log" || true)
-    if [[ $errors -ne 1 ]] || ! grep -q 'error: "galloc: ' "$out/compile.log"; then
-        echo "$spec: expected one galloc error, got $errors:"; head -n 5 "$out/compile.log"; return 1
-    fi
-    echo "ok: $spec is refused with one error: $(grep -o 'galloc: [^"]*' "$out/compile.log" | head -n1 | cut -c1-100)..."
 }
 
 # inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for
@@ -122,10 +101,6 @@ inplace_check() {
 passed=0 failed=0
 whisper_dir="" llama_dir=""
 for spec in "$@"; do
-    if [[ $spec == unsupported:* ]]; then
-        if unsupported "${spec#unsupported:}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-        continue
-    fi
     out=$OUT_ROOT/${spec//@/-}
     # the package's Android flags for ggml-alloc.c (build.sh adds -O2 -DNDEBUG -fPIC before)
     flags="-std=c++17 -O3 -fvisibility=hidden -fvisibility-inlines-hidden -Werror -Wall -Wextra"
@@ -149,7 +124,9 @@ for spec in "$@"; do
         passed=$((passed + 1))
         prepared=$(NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; echo "$PREPARED")
         case $spec in
-            whisper.rn@*) [[ -n $whisper_dir ]] || { whisper_dir=$out; PREPARED_OF_WHISPER=$prepared; } ;;
+            # the two-package program runs the newer client: not the 2023 ggml
+            whisper.rn@*) [[ -n $whisper_dir ]] || grep -q ggml_allocr_new "$out/include/ggml-alloc.h" ||
+                              { whisper_dir=$out; PREPARED_OF_WHISPER=$prepared; } ;;
             llama.rn@*)   [[ -n $llama_dir ]] || { llama_dir=$out; PREPARED_OF_LLAMA=$prepared; } ;;
         esac
     else

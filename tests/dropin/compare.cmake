@@ -6,7 +6,10 @@
 # are equal to stock with ggml and no larger than stock with best; `layout` lines are equal
 # to stock with ggml.
 #
-# cmake -DSTOCK=exe -DGALLOC=exe -DOUT=dir [-DARGS=case] -P compare.cmake
+# With -DGGML_SIZES=ANY (the 2023 ggml, whose allocator galloc's `ggml` strategy does not
+# reproduce) the ggml run's sizes are only printed; its exact lines must still match.
+#
+# cmake -DSTOCK=exe -DGALLOC=exe -DOUT=dir [-DARGS=case] [-DGGML_SIZES=ANY] -P compare.cmake
 foreach(var STOCK GALLOC OUT)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "compare.cmake: -D${var}=... is required")
@@ -94,7 +97,7 @@ foreach(key IN LISTS stock_size)
   set(s "${stock.${key}}")
   set(g "${ggml.${key}}")
   set(b "${best.${key}}")
-  if(NOT g STREQUAL s)
+  if(NOT g STREQUAL s AND NOT GGML_SIZES STREQUAL "ANY")
     string(APPEND failures "  ${key}: ggml strategy ${g} bytes, stock ${s}\n")
   endif()
   if(b GREATER s)

@@ -1,0 +1,58 @@
+# whisper.cpp from whisper.rn 0.4.0-rc.8 (the ggml_allocr API generation), the real client of
+# the legacy drop-in: a random-weight model at whisper's tiny and at its base dimensions encodes
+# a synthetic signal and decodes a few tokens, once on libggml-stock.a and once on
+# libggml-galloc.a (whisper_client.cpp), compared by tests/dropin/compare.cmake.
+#
+# Included from tests/legacy/CMakeLists.txt, which defines GALLOC_GGML_LEGACY_DIR (the output of
+# integrations/ggml/build.sh), GALLOC_GGML_SCRIPTS (integrations/ggml), GALLOC_WARNINGS and the
+# target galloc_dropin_lib_legacy (which builds ${GALLOC_GGML_LEGACY_DIR}/libggml-galloc.a).
+# GALLOC_DROPIN_WHISPER=OFF (tests/dropin's option) skips it.
+function(galloc_add_legacy_whisper_client_test dir)
+  set(stamp ${dir}/.libggml-stock.stamp)
+  if((DEFINED GALLOC_DROPIN_WHISPER AND NOT GALLOC_DROPIN_WHISPER) OR NOT TARGET galloc_dropin_lib_legacy
+     OR NOT EXISTS ${stamp})
+    return()
+  endif()
+  file(STRINGS ${stamp} spec_line REGEX "^spec=")
+  string(REGEX REPLACE "^spec=" "" spec "${spec_line}")
+  if(NOT spec MATCHES "^whisper\\.rn@")
+    message(WARNING "${dir} holds ggml from ${spec}, not whisper.rn; skipping the legacy whisper.cpp tests")
+    return()
+  endif()
+  add_custom_target(galloc_legacy_whisper ALL
+    COMMAND ${GALLOC_GGML_SCRIPTS}/build-whisper.sh ${spec} ${dir}
+    BYPRODUCTS ${dir}/whisper/libwhisper.a
+    COMMENT "whisper.cpp from ${spec} into ${dir}/whisper/libwhisper.a"
+    VERBATIM)
+  # build.sh may reinstall the headers whisper.cpp compiles against: build whisper.cpp after it
+  add_dependencies(galloc_legacy_whisper galloc_dropin_lib_legacy)
+  foreach(kind stock galloc)
+    set(exe galloc_legacy_whisper_client_${kind})
+    add_executable(${exe} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/whisper_client.cpp)
+    # test_support.hpp is the drop-in tests' (failing, hashing, the random generator)
+    target_include_directories(${exe} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../dropin)
+    target_include_directories(${exe} SYSTEM PRIVATE ${dir}/whisper/include ${dir}/include)
+    target_link_libraries(${exe} PRIVATE ${dir}/whisper/libwhisper.a ${dir}/libggml-${kind}.a Threads::Threads m dl)
+    # to hash every graph's results after it ran and read the exact buffer sizes (see the client)
+    target_link_options(${exe} PRIVATE
+      -Wl,--wrap=ggml_backend_graph_compute -Wl,--wrap=ggml_allocr_max_size
+      -Wl,--wrap=ggml_allocr_new_from_buffer)
+    target_compile_options(${exe} PRIVATE ${GALLOC_WARNINGS})
+    add_dependencies(${exe} galloc_legacy_whisper)
+  endforeach()
+  # tiny: 4 layers of 384, about 17 s a run on one core; base: 6 layers of 512, about 41 s
+  foreach(size tiny base)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/legacy/whisper_cpp_${size})
+    add_test(NAME legacy_whisper_cpp_${size}
+      COMMAND ${CMAKE_COMMAND} -DSTOCK=$<TARGET_FILE:galloc_legacy_whisper_client_stock>
+              -DGALLOC=$<TARGET_FILE:galloc_legacy_whisper_client_galloc> -DOUT=${out}
+              "-DARGS=${out}/${size}-whisper.bin$<SEMICOLON>${size}" -DGGML_SIZES=ANY
+              -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../dropin/compare.cmake)
+    set_tests_properties(legacy_whisper_cpp_${size} PROPERTIES LABELS dropin TIMEOUT 600)
+  endforeach()
+endfunction()
+
+if(GALLOC_GGML_LEGACY_DIR)
+  find_package(Threads REQUIRED)
+  galloc_add_legacy_whisper_client_test(${GALLOC_GGML_LEGACY_DIR})
+endif()
