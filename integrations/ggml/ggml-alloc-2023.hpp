@@ -594,7 +594,7 @@ void ggml_tallocr_alloc(ggml_tallocr_t talloc, struct ggml_tensor* tensor) {
       return;
     }
     if (tensor->view_src != nullptr || tensor->data != nullptr) {
-      log_error_2023(__func__, std::string("tensor ") + tensor->name +
+      log_error_2023(__func__, "tensor '" + std::string(tensor->name) + "'" +
                                    (tensor->view_src != nullptr ? " is a view; it takes its source's memory"
                                                                 : " already has memory"));
       return;
@@ -602,8 +602,8 @@ void ggml_tallocr_alloc(ggml_tallocr_t talloc, struct ggml_tensor* tensor) {
     const Bytes size = align_up(ggml_backend_buffer_get_alloc_size(talloc->buffer, tensor), talloc->alignment);
     const Bytes offset = next_free_offset(*talloc);
     if (size > talloc->capacity || offset > talloc->capacity - size) {
-      log_error_2023(__func__, "not enough space in the buffer for tensor " + std::string(tensor->name) + " (needed " +
-                                   std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+      log_error_2023(__func__, "not enough space in the buffer for tensor '" + std::string(tensor->name) +
+                                   "' (needed " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
                                    ", buffer size " + std::to_string(talloc->capacity) + "); it stays unallocated");
       return;
     }
