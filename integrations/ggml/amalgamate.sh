@@ -53,6 +53,7 @@ fi
 DROPIN=(
     integrations/ggml/api_generations.hpp
     integrations/ggml/cgraph_conversion.hpp
+    integrations/ggml/dropin_env.hpp
     integrations/ggml/ggml-alloc.cpp
     integrations/ggml/ggml-alloc-2023.hpp
 )

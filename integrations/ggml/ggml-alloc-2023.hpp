@@ -42,6 +42,7 @@
 
 #include "api_generations.hpp"
 #include "cgraph_conversion.hpp"
+#include "dropin_env.hpp"
 
 #ifdef GALLOC_DROPIN_JSON
 #include <filesystem>
@@ -205,16 +206,9 @@ class WindowType final : public galloc::BufferType {
 
 galloc::GraphAllocatorOptions options_2023() {
   galloc::GraphAllocatorOptions options;
-  options.placement.strategy = galloc::Strategy::kBest;
-  const char* name = std::getenv("GALLOC_STRATEGY");
-  if (name != nullptr && *name != '\0') {
-    auto strategy = galloc::strategy_from_name(name);
-    if (strategy) {
-      options.placement.strategy = *strategy;
-    } else {
-      log_error_2023("ggml_gallocr_new", "GALLOC_STRATEGY: " + strategy.status().message() + "; using best");
-    }
-  }
+  auto strategy = strategy_from_env();
+  if (!strategy) log_error_2023("ggml_gallocr_new", strategy.status().message());
+  options.placement.strategy = strategy ? *strategy : galloc::Strategy::kBest;
   return options;
 }
 
@@ -624,13 +618,13 @@ size_t ggml_tallocr_max_size(ggml_tallocr_t talloc) { return talloc != nullptr ?
 ggml_gallocr_t ggml_gallocr_new(void) {
   try {
     auto galloc = std::make_unique<ggml_gallocr>();
-    const char* dir = std::getenv("GALLOC_DUMP");
-    galloc->dump_dir = dir != nullptr ? dir : "";
+    galloc->dump_dir = dump_dir_from_env();
+    // once per process, so that a log shows that galloc is in, and which strategy
     static std::atomic<bool> announced{false};
     if (!announced.exchange(true)) {
-      const char* strategy = std::getenv("GALLOC_STRATEGY");
+      const auto strategy = strategy_from_env();
       std::fprintf(stderr, "ggml_gallocr_new: using galloc %s (GALLOC_STRATEGY=%s)\n", kGallocRevision,
-                   strategy != nullptr && *strategy != '\0' ? strategy : "best");
+                   std::string(galloc::strategy_name(strategy ? *strategy : galloc::Strategy::kBest)).c_str());
     }
     return galloc.release();
   } catch (...) {

@@ -43,6 +43,7 @@
 
 #include "api_generations.hpp"
 #include "cgraph_conversion.hpp"
+#include "dropin_env.hpp"
 
 // GALLOC_DROPIN_JSON: galloc's graph file code is compiled in, for GALLOC_DUMP (build.sh
 // defines it when galloc's sources have it; amalgamate.sh --with-dump in the file it writes).
@@ -171,16 +172,9 @@ class GgmlBufferType final : public galloc::BufferType {
 
 galloc::GraphAllocatorOptions options_from_env() {
   galloc::GraphAllocatorOptions options;
-  options.placement.strategy = galloc::Strategy::kBest;
-  const char* name = std::getenv("GALLOC_STRATEGY");
-  if (name != nullptr && *name != '\0') {
-    auto strategy = galloc::strategy_from_name(name);
-    if (strategy) {
-      options.placement.strategy = *strategy;
-    } else {
-      GGML_LOG_ERROR("ggml_gallocr_new_n: GALLOC_STRATEGY: %s; using best\n", strategy.status().message().c_str());
-    }
-  }
+  auto strategy = strategy_from_env();
+  if (!strategy) GGML_LOG_ERROR("ggml_gallocr_new_n: %s\n", strategy.status().message().c_str());
+  options.placement.strategy = strategy ? *strategy : galloc::Strategy::kBest;
   // Once per process, so that an app's log shows that galloc is in (and which strategy).
   static std::atomic<bool> announced{false};
   if (!announced.exchange(true)) {
@@ -188,11 +182,6 @@ galloc::GraphAllocatorOptions options_from_env() {
                   std::string(galloc::strategy_name(options.placement.strategy)).c_str());
   }
   return options;
-}
-
-std::string dump_dir_from_env() {
-  const char* dir = std::getenv("GALLOC_DUMP");
-  return dir != nullptr ? dir : "";
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 // The second real client: whisper.cpp (from whisper.rn's sources) encoding a synthetic signal
 // with a tiny whisper model of random weights and decoding a few tokens, linked once against
-// stock ggml and once against galloc's drop-in. The model is written here in the legacy ggml
-// binary format whisper_model_load reads (magic, hparams, mel filters, vocabulary, then
-// tensors by name, shape and type). Reports in the format of dropin_graphs.cpp (see
+// stock ggml and once against galloc's drop-in. The model comes from whisper_model.hpp.
+// Reports in the format of dropin_graphs.cpp (see
 // compare.cmake): the result of every graph whisper.cpp computes (mel -> conv -> encoder ->
 // cross-attention K/V -> decoder) must be bit-identical, the compute buffers no larger.
 //
@@ -16,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -26,6 +24,7 @@
 #include "ggml.h"
 #include "test_support.hpp"
 #include "whisper.h"
+#include "whisper_model.hpp"
 
 extern "C" {
 enum ggml_status __real_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph* graph);
@@ -43,118 +42,8 @@ using namespace galloc::dropin_test;
 // special token ids (sot = 50257 ...) only matter to whisper_full, which is not used here.
 // n_audio_ctx 200 (4 s of audio) is not a multiple of 256, so the padded KV paths are taken.
 constexpr int kVocab = 384, kAudioCtx = 200, kState = 64, kHead = 4, kAudioLayers = 2, kTextCtx = 64, kTextLayers = 2,
-              kMels = 80, kFft = 1 + WHISPER_N_FFT / 2;
+              kMels = 80;
 constexpr int kThreads = 1;  // ggml's threads spin at barriers: slow on a busy 2-core machine
-
-// --------------------------------------------------------------------------- model file
-class ModelWriter {
- public:
-  explicit ModelWriter(const std::string& path) : out_(path, std::ios::binary), rng_(7) {
-    if (!out_) fail("cannot write " + path);
-  }
-  void i32(std::int32_t v) { out_.write(reinterpret_cast<const char*>(&v), sizeof v); }
-  void f32(float v) { out_.write(reinterpret_cast<const char*>(&v), sizeof v); }
-  void bytes(const std::string& s) { out_.write(s.data(), static_cast<std::streamsize>(s.size())); }
-
-  // one tensor record: n_dims, name length, type, ne[], name, data (no alignment padding)
-  void tensor(const std::string& name, ggml_type type, std::vector<std::int32_t> ne, float scale, float offset = 0.0f) {
-    i32(static_cast<std::int32_t>(ne.size()));
-    i32(static_cast<std::int32_t>(name.size()));
-    i32(type);
-    std::int64_t n = 1;
-    for (std::int32_t d : ne) {
-      i32(d);
-      n *= d;
-    }
-    bytes(name);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float v = offset + rng_.uniform(scale);
-      if (type == GGML_TYPE_F16) {
-        const ggml_fp16_t h = ggml_fp32_to_fp16(v);
-        out_.write(reinterpret_cast<const char*>(&h), sizeof h);
-      } else {
-        f32(v);
-      }
-    }
-  }
-  void close() {
-    out_.close();
-    if (!out_) fail("error writing the model file");
-  }
-
- private:
-  std::ofstream out_;
-  Rng rng_;
-};
-
-void write_model(const std::string& path) {
-  ModelWriter w(path);
-  w.i32(static_cast<std::int32_t>(GGML_FILE_MAGIC));
-  for (int v : {kVocab, kAudioCtx, kState, kHead, kAudioLayers, kTextCtx, kState, kHead, kTextLayers, kMels}) w.i32(v);
-  w.i32(GGML_FTYPE_MOSTLY_F16);  // matrices and conv kernels in F16, the rest F32
-
-  // mel filters: overlapping triangles over the FFT bins
-  w.i32(kMels);
-  w.i32(kFft);
-  for (int m = 0; m < kMels; ++m) {
-    const float center = 1.0f + static_cast<float>(m) * (kFft - 2) / kMels, width = 3.0f;
-    for (int f = 0; f < kFft; ++f) w.f32(std::fmax(0.0f, 1.0f - std::fabs(static_cast<float>(f) - center) / width));
-  }
-
-  w.i32(kVocab);
-  for (int i = 0; i < kVocab; ++i) {
-    const std::string word = "t" + std::to_string(i);
-    w.i32(static_cast<std::int32_t>(word.size()));
-    w.bytes(word);
-  }
-
-  const ggml_type f16 = GGML_TYPE_F16, f32 = GGML_TYPE_F32;
-  const float mat = 0.2f;  // ~1/sqrt(kState): activations stay in range through the layers
-  auto norm = [&](const std::string& name) {
-    w.tensor(name + ".weight", f32, {kState}, 0.1f, 1.0f);
-    w.tensor(name + ".bias", f32, {kState}, 0.1f);
-  };
-  auto linear = [&](const std::string& name, int in, int out, bool bias) {
-    w.tensor(name + ".weight", f16, {in, out}, mat);
-    if (bias) w.tensor(name + ".bias", f32, {out}, 0.05f);
-  };
-  auto attention = [&](const std::string& name) {
-    linear(name + ".query", kState, kState, true);
-    linear(name + ".key", kState, kState, false);
-    linear(name + ".value", kState, kState, true);
-    linear(name + ".out", kState, kState, true);
-  };
-  auto mlp = [&](const std::string& b) {
-    norm(b + "mlp_ln");
-    linear(b + "mlp.0", kState, 4 * kState, true);
-    linear(b + "mlp.2", 4 * kState, kState, true);
-  };
-
-  w.tensor("encoder.positional_embedding", f32, {kState, kAudioCtx}, 0.5f);
-  w.tensor("encoder.conv1.weight", f16, {3, kMels, kState}, 0.1f);
-  w.tensor("encoder.conv1.bias", f32, {1, kState}, 0.05f);
-  w.tensor("encoder.conv2.weight", f16, {3, kState, kState}, 0.1f);
-  w.tensor("encoder.conv2.bias", f32, {1, kState}, 0.05f);
-  norm("encoder.ln_post");
-  for (int l = 0; l < kAudioLayers; ++l) {
-    const std::string b = "encoder.blocks." + std::to_string(l) + ".";
-    norm(b + "attn_ln");
-    attention(b + "attn");
-    mlp(b);
-  }
-  w.tensor("decoder.positional_embedding", f32, {kState, kTextCtx}, 0.5f);
-  w.tensor("decoder.token_embedding.weight", f16, {kState, kVocab}, 0.5f);
-  norm("decoder.ln");
-  for (int l = 0; l < kTextLayers; ++l) {
-    const std::string b = "decoder.blocks." + std::to_string(l) + ".";
-    norm(b + "attn_ln");
-    attention(b + "attn");
-    norm(b + "cross_attn_ln");
-    attention(b + "cross_attn");
-    mlp(b);
-  }
-  w.close();
-}
 
 // --------------------------------------------------------------------------- what ggml saw
 struct Capture {
@@ -236,30 +125,6 @@ void flush_lines() {
 }
 
 // --------------------------------------------------------------------------- the run
-// 4 s of a chirp over two steady tones and a little noise, so that the mel spectrogram has
-// structure in time and frequency
-std::vector<float> synthetic_pcm() {
-  const int n = kAudioCtx * 2 * WHISPER_HOP_LENGTH;
-  std::vector<float> pcm(n);
-  Rng rng(3);
-  const double pi = 3.14159265358979323846, sr = WHISPER_SAMPLE_RATE;
-  for (int i = 0; i < n; ++i) {
-    const double t = i / sr;
-    const double chirp = std::sin(2 * pi * (200 * t + 300 * t * t));
-    pcm[i] = static_cast<float>(0.3 * chirp + 0.2 * std::sin(2 * pi * 440 * t) + 0.1 * std::sin(2 * pi * 1800 * t) +
-                                static_cast<double>(rng.uniform(0.02f)));
-  }
-  return pcm;
-}
-
-int argmax(const float* logits) {
-  int best = 0;
-  for (int i = 1; i < kVocab; ++i) {
-    if (logits[i] > logits[best]) best = i;
-  }
-  return best;
-}
-
 void run(const std::string& path, const std::string& config, bool flash_attn, const std::vector<float>& pcm) {
   Capture& c = capture();
   c.compute_lines = 0;
@@ -296,7 +161,7 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
     std::printf("exact whisper.%s.decode%d.logits %s\n", config.c_str(), step,
                 hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
     n_past += static_cast<int>(tokens.size());
-    tokens = {argmax(logits)};
+    tokens = {argmax(logits, kVocab)};
   }
   whisper_free(ctx);
 }
@@ -348,8 +213,9 @@ ggml_backend_buffer_t __wrap_ggml_backend_alloc_ctx_tensors_from_buft(struct ggm
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "tiny-whisper.bin";
   whisper_log_set(log_to_capture, nullptr);
-  write_model(path);
-  const std::vector<float> pcm = synthetic_pcm();
+  write_whisper_model(path,
+                      {kVocab, kAudioCtx, kState, kHead, kAudioLayers, kTextCtx, kState, kHead, kTextLayers, kMels});
+  const std::vector<float> pcm = synthetic_pcm(kAudioCtx * 2 * WHISPER_HOP_LENGTH);
   run(path, "attn", false, pcm);
   run(path, "flash_attn", true, pcm);
   std::printf("done\n");

@@ -1,9 +1,8 @@
 // whisper.cpp as whisper.rn 0.4.0-rc.8 vendors it (late-2023 ggml: the ggml_allocr API with
 // measure allocators, no ggml_backend_sched), linked once against stock ggml and once against
 // galloc's drop-in. A random-weight model at whisper's real tiny or base dimensions (F16
-// matrices, vocabulary 51864 so that the special tokens exist) is written in the legacy ggml
-// binary format whisper_model_load reads, encodes a synthetic signal and decodes a 4-token prompt
-// and two single tokens. Reports in the format of tests/dropin/dropin_graphs.cpp (see
+// matrices, vocabulary 51864 so that the special tokens exist; whisper_model.hpp), encodes a synthetic signal and
+// decodes a 4-token prompt and two single tokens. Reports in the format of tests/dropin/dropin_graphs.cpp (see
 // compare.cmake): the results of every graph (conv, encoder, cross-attention K/V, decoder) and
 // the logits must be bit-identical, the buffers no larger.
 //
@@ -23,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -33,6 +31,7 @@
 #include "ggml.h"
 #include "test_support.hpp"
 #include "whisper.h"
+#include "whisper_model.hpp"
 
 extern "C" {
 bool __real_ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph* cgraph);
@@ -44,136 +43,16 @@ namespace {
 
 using namespace galloc::dropin_test;
 
+// OpenAI's tiny and base
 struct Dims {
   const char* name;
-  int audio_state, audio_head, audio_layer, text_state, text_head, text_layer;
+  WhisperDims model;
 };
-// OpenAI's tiny and base; both share the rest (below)
-constexpr Dims kTiny{"tiny", 384, 6, 4, 384, 6, 4};
-constexpr Dims kBase{"base", 512, 8, 6, 512, 8, 6};
-constexpr int kVocab = 51864, kAudioCtx = 1500, kTextCtx = 448, kMels = 80, kFft = 1 + WHISPER_N_FFT / 2;
+constexpr int kVocab = 51864, kAudioCtx = 1500;
+constexpr Dims kTiny{"tiny", {kVocab, kAudioCtx, 384, 6, 4, 448, 384, 6, 4, 80}};
+constexpr Dims kBase{"base", {kVocab, kAudioCtx, 512, 8, 6, 448, 512, 8, 6, 80}};
 constexpr int kThreads = 1;      // ggml's threads spin at barriers: slow on a busy 2-core machine
 constexpr int kMaxNodes = 4096;  // whisper.cpp's WHISPER_MAX_NODES: its graph metadata, part of the logged size
-
-// --------------------------------------------------------------------------- model file
-class ModelWriter {
- public:
-  explicit ModelWriter(const std::string& path) : out_(path, std::ios::binary), rng_(7) {
-    if (!out_) fail("cannot write " + path);
-  }
-  void i32(std::int32_t v) { out_.write(reinterpret_cast<const char*>(&v), sizeof v); }
-  void f32(float v) { out_.write(reinterpret_cast<const char*>(&v), sizeof v); }
-  void bytes(const std::string& s) { out_.write(s.data(), static_cast<std::streamsize>(s.size())); }
-
-  // one tensor record: n_dims, name length, type, ne[], name, data (no alignment padding);
-  // values uniform in offset +- scale
-  void tensor(const std::string& name, ggml_type type, std::vector<std::int32_t> ne, float scale, float offset = 0.0f) {
-    i32(static_cast<std::int32_t>(ne.size()));
-    i32(static_cast<std::int32_t>(name.size()));
-    i32(type);
-    std::int64_t n = 1;
-    for (std::int32_t d : ne) {
-      i32(d);
-      n *= d;
-    }
-    bytes(name);
-    // one write per tensor: the token embedding alone has 20 to 27 million values
-    data_.clear();
-    if (type == GGML_TYPE_F16) {
-      data_.resize(static_cast<size_t>(n) * sizeof(ggml_fp16_t));
-      auto* h = reinterpret_cast<ggml_fp16_t*>(data_.data());
-      for (std::int64_t i = 0; i < n; ++i) h[i] = ggml_fp32_to_fp16(offset + rng_.uniform(scale));
-    } else {
-      data_.resize(static_cast<size_t>(n) * sizeof(float));
-      auto* f = reinterpret_cast<float*>(data_.data());
-      for (std::int64_t i = 0; i < n; ++i) f[i] = offset + rng_.uniform(scale);
-    }
-    out_.write(data_.data(), static_cast<std::streamsize>(data_.size()));
-  }
-  void close() {
-    out_.close();
-    if (!out_) fail("error writing the model file");
-  }
-
- private:
-  std::ofstream out_;
-  Rng rng_;
-  std::vector<char> data_;
-};
-
-void write_model(const std::string& path, const Dims& d) {
-  ModelWriter w(path);
-  w.i32(static_cast<std::int32_t>(GGML_FILE_MAGIC));
-  for (int v : {kVocab, kAudioCtx, d.audio_state, d.audio_head, d.audio_layer, kTextCtx, d.text_state, d.text_head,
-                d.text_layer, kMels})
-    w.i32(v);
-  w.i32(GGML_FTYPE_MOSTLY_F16);  // matrices and conv kernels in F16, the rest F32
-
-  // mel filters: overlapping triangles over the FFT bins
-  w.i32(kMels);
-  w.i32(kFft);
-  for (int m = 0; m < kMels; ++m) {
-    const float center = 1.0f + static_cast<float>(m) * (kFft - 2) / kMels, width = 3.0f;
-    for (int f = 0; f < kFft; ++f) w.f32(std::fmax(0.0f, 1.0f - std::fabs(static_cast<float>(f) - center) / width));
-  }
-
-  // the whole vocabulary, so that the loader adds no tokens and sot, transcribe ... are real ids
-  w.i32(kVocab);
-  for (int i = 0; i < kVocab; ++i) {
-    const std::string word = "t" + std::to_string(i);
-    w.i32(static_cast<std::int32_t>(word.size()));
-    w.bytes(word);
-  }
-
-  const ggml_type f16 = GGML_TYPE_F16, f32 = GGML_TYPE_F32;
-  // matrices uniform in +-1/sqrt(inputs): activations stay in range through the layers
-  auto mat = [](int in) { return 1.0f / std::sqrt(static_cast<float>(in)); };
-  auto norm = [&](const std::string& name, int n) {
-    w.tensor(name + ".weight", f32, {n}, 0.1f, 1.0f);
-    w.tensor(name + ".bias", f32, {n}, 0.1f);
-  };
-  auto linear = [&](const std::string& name, int in, int out, bool bias) {
-    w.tensor(name + ".weight", f16, {in, out}, mat(in));
-    if (bias) w.tensor(name + ".bias", f32, {out}, 0.05f);
-  };
-  auto attention = [&](const std::string& name, int n) {
-    linear(name + ".query", n, n, true);
-    linear(name + ".key", n, n, false);
-    linear(name + ".value", n, n, true);
-    linear(name + ".out", n, n, true);
-  };
-  auto mlp = [&](const std::string& b, int n) {
-    norm(b + "mlp_ln", n);
-    linear(b + "mlp.0", n, 4 * n, true);
-    linear(b + "mlp.2", 4 * n, n, true);
-  };
-
-  const int a = d.audio_state, t = d.text_state;
-  w.tensor("encoder.positional_embedding", f32, {a, kAudioCtx}, 0.5f);
-  w.tensor("encoder.conv1.weight", f16, {3, kMels, a}, mat(3 * kMels));
-  w.tensor("encoder.conv1.bias", f32, {1, a}, 0.05f);
-  w.tensor("encoder.conv2.weight", f16, {3, a, a}, mat(3 * a));
-  w.tensor("encoder.conv2.bias", f32, {1, a}, 0.05f);
-  norm("encoder.ln_post", a);
-  for (int l = 0; l < d.audio_layer; ++l) {
-    const std::string b = "encoder.blocks." + std::to_string(l) + ".";
-    norm(b + "attn_ln", a);
-    attention(b + "attn", a);
-    mlp(b, a);
-  }
-  w.tensor("decoder.positional_embedding", f32, {t, kTextCtx}, 0.5f);
-  w.tensor("decoder.token_embedding.weight", f16, {t, kVocab}, 0.5f);
-  norm("decoder.ln", t);
-  for (int l = 0; l < d.text_layer; ++l) {
-    const std::string b = "decoder.blocks." + std::to_string(l) + ".";
-    norm(b + "attn_ln", t);
-    attention(b + "attn", t);
-    norm(b + "cross_attn_ln", t);
-    attention(b + "cross_attn", t);
-    mlp(b, t);
-  }
-  w.close();
-}
 
 // --------------------------------------------------------------------------- what ggml saw
 struct Capture {
@@ -319,36 +198,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // --------------------------------------------------------------------------- the run
-// 4 s of a chirp over two steady tones and a little noise, so that the mel spectrogram has
-// structure in time and frequency (whisper.cpp pads it with 30 s of silence to the 3000 frames
-// of n_audio_ctx 1500)
-std::vector<float> synthetic_pcm() {
-  const int n = 4 * WHISPER_SAMPLE_RATE;
-  std::vector<float> pcm(n);
-  Rng rng(3);
-  const double pi = 3.14159265358979323846, sr = WHISPER_SAMPLE_RATE;
-  for (int i = 0; i < n; ++i) {
-    const double t = i / sr;
-    const double chirp = std::sin(2 * pi * (200 * t + 300 * t * t));
-    pcm[i] = static_cast<float>(0.3 * chirp + 0.2 * std::sin(2 * pi * 440 * t) + 0.1 * std::sin(2 * pi * 1800 * t) +
-                                static_cast<double>(rng.uniform(0.02f)));
-  }
-  return pcm;
-}
-
-int argmax(const float* logits) {
-  int best = 0;
-  for (int i = 1; i < kVocab; ++i) {
-    if (logits[i] > logits[best]) best = i;
-  }
-  return best;
-}
-
 void run(const std::string& path, const Dims& dims) {
   const std::string config = dims.name;
   Capture& c = capture();
   auto start = std::chrono::steady_clock::now();
-  write_model(path, dims);
+  write_whisper_model(path, dims.model);
   std::printf("info whisper.%s.write_seconds %.2f\n", config.c_str(), seconds_since(start));
 
   start = std::chrono::steady_clock::now();
@@ -364,12 +218,12 @@ void run(const std::string& path, const Dims& dims) {
     fail("expected 4 compute buffers after the logs, saw " + std::to_string(c.given_buffers.size()));
   c.given_buffers.clear();
   flush_lines();
-  if (whisper_model_n_vocab(ctx) != kVocab || whisper_model_n_audio_state(ctx) != dims.audio_state)
+  if (whisper_model_n_vocab(ctx) != kVocab || whisper_model_n_audio_state(ctx) != dims.model.audio_state)
     fail("the model loaded with other dimensions");
   std::printf("info whisper.%s.init_seconds %.2f\n", config.c_str(), seconds_since(start));
 
   start = std::chrono::steady_clock::now();
-  const std::vector<float> pcm = synthetic_pcm();
+  const std::vector<float> pcm = synthetic_pcm(4 * WHISPER_SAMPLE_RATE);
   if (whisper_pcm_to_mel(ctx, pcm.data(), static_cast<int>(pcm.size()), kThreads) != 0) fail("whisper_pcm_to_mel");
   begin_step(config + ".encode");
   if (whisper_encode(ctx, 0, kThreads) != 0) fail("whisper_encode");
@@ -397,7 +251,7 @@ void run(const std::string& path, const Dims& dims) {
     std::printf("exact whisper.%s.decode%d.logits %s\n", config.c_str(), step,
                 hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
     n_past += static_cast<int>(tokens.size());
-    tokens = {argmax(logits)};
+    tokens = {argmax(logits, kVocab)};
     std::printf("exact whisper.%s.decode%d.next_token %d\n", config.c_str(), step, tokens[0]);
   }
   std::printf("info whisper.%s.decode_seconds %.2f\n", config.c_str(), seconds_since(start));
