@@ -168,7 +168,7 @@ EOF
     echo "#endif"
     echo
     # ggml's headers, as the drop-in includes them
-    for f in "${DROPIN[@]}"; do grep -hE '^#include "ggml[^"]*\.h"' "$ROOT/$f"; done | awk '!seen[$0]++'
+    for f in "${DROPIN[@]}"; do grep -hE '^#include "ggml[^"]*\.h"' "$ROOT/$f" || true; done | awk '!seen[$0]++'
     echo
     cat "$BODY"
     echo
