@@ -357,13 +357,18 @@ std::optional<Bytes> capacity_from_file_name(const std::filesystem::path& path) 
   return value;
 }
 
+std::vector<double> durations_of(const CsvProblem& csv) {
+  std::vector<double> durations;
+  durations.reserve(csv.times.size());
+  for (const Interval<TimeValue>& time : csv.times) {
+    durations.push_back(static_cast<double>(time.upper) - static_cast<double>(time.lower));
+  }
+  return durations;
+}
+
 Result<Placement> place_exact(const CsvProblem& csv, const Placement& start, const ExactOptions& options) {
   ExactOptions timed = options;
-  timed.durations.clear();
-  timed.durations.reserve(csv.times.size());
-  for (const Interval<TimeValue>& time : csv.times) {
-    timed.durations.push_back(static_cast<double>(time.upper) - static_cast<double>(time.lower));
-  }
+  timed.durations = durations_of(csv);
   return place_exact(csv.problem, start, timed);
 }
 

@@ -28,15 +28,27 @@ Result<Placement> run_exact(const Problem& problem, const PlacementOptions& opti
 
 Result<Placement> run_best(const Problem& problem, const PlacementOptions& options) {
   Placement best = detail::best_of_heuristics(problem);
-  if (options.best_search_seconds <= 0) return best;
   const auto lower = live_lower_bound(problem);
+  bool misses_capacity = false;
   bool worth_it = false;
   for (std::size_t a = 0; a < lower.size(); ++a) {
-    const auto size = static_cast<double>(chunks_total(best.chunk_sizes[a]));
-    worth_it = worth_it || size > static_cast<double>(lower[a]) * (1.0 + options.best_search_min_gap);
+    const Bytes size = chunks_total(best.chunk_sizes[a]);
+    misses_capacity = misses_capacity || (options.exact.capacity && size > *options.exact.capacity);
+    worth_it =
+        worth_it || static_cast<double>(size) > static_cast<double>(lower[a]) * (1.0 + options.best_search_min_gap);
   }
-  if (!worth_it) return best;
-  ExactOptions search;
+  // A capacity the heuristics miss means the caller wants a fit: the exact search for one, in
+  // the time given, and its error (infeasible, or out of time) when there is none.
+  if (misses_capacity) {
+    ExactOptions search = options.exact;
+    if (options.best_search_seconds > 0) search.time_limit_seconds = options.best_search_seconds;
+    auto searched = place_exact(problem, best, search);
+    if (!searched) return searched.status();
+    return detail::smallest_per_allocator(problem, {std::move(best), std::move(searched).value()});
+  }
+  if (options.best_search_seconds <= 0 || !worth_it) return best;
+  ExactOptions search = options.exact;
+  search.capacity.reset();
   search.time_limit_seconds = options.best_search_seconds;
   auto searched = place_exact(problem, best, search);
   if (!searched) return best;

@@ -73,6 +73,9 @@ void write_minimalloc_csv(std::ostream& output, const CsvProblem& problem, const
 // decide between well under a second and no solution at all.
 [[nodiscard]] Result<Placement> place_exact(const CsvProblem& problem, const Placement& start,
                                             const ExactOptions& options);
+// How long each row lives in the file's times: ExactOptions::durations for a search of it
+// (best's, when it must meet a capacity, too).
+[[nodiscard]] std::vector<double> durations_of(const CsvProblem& problem);
 
 // The capacity MiniMalloc's benchmark files carry in their name: "A.1048576.csv" -> 1048576.
 [[nodiscard]] std::optional<Bytes> capacity_from_file_name(const std::filesystem::path& path);

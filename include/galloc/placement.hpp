@@ -48,9 +48,11 @@ struct ExactOptions {
 
 struct PlacementOptions {
   Strategy strategy = Strategy::kBest;
-  ExactOptions exact;  // for kExact
+  ExactOptions exact;  // for kExact; kBest reads its capacity, durations and progress callback
   // kBest runs the exact search only with a budget (seconds per allocator; 0: never) and only
-  // on allocators whose best size is more than `best_search_min_gap` above the lower bound.
+  // on allocators whose best size is more than `best_search_min_gap` above the lower bound;
+  // and whenever its heuristics miss `exact.capacity`, for `best_search_seconds` or else
+  // `exact.time_limit_seconds`, failing as the exact search does when no placement fits.
   double best_search_seconds = 0;
   double best_search_min_gap = 0.001;
 };

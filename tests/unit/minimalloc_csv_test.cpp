@@ -65,6 +65,35 @@ constexpr const char* kThree =
     "b,10,30,1024\n"
     "c,5,20,512\n";
 
+// Seven rows whose live bound is 10 bytes, where every heuristic needs more: best meets a
+// capacity of 10 only with the exact search, which a capacity asks for.
+constexpr const char* kTight =
+    "id,lower,upper,size\n"
+    "0,10,15,5\n1,1,5,5\n2,3,4,1\n3,9,15,5\n4,5,10,3\n5,4,9,1\n6,3,8,4\n";
+
+TEST(MiniMallocCsv, BestMeetsACapacityItsHeuristicsMiss) {
+  auto csv = parse(kTight);
+  ASSERT_TRUE(csv.is_ok()) << csv.status().to_string();
+  ASSERT_EQ(live_lower_bound(csv->problem)[0], 10u);
+  auto heuristics = place(csv->problem, {.strategy = Strategy::kBest});
+  ASSERT_TRUE(heuristics.is_ok());
+  EXPECT_GT(heuristics->chunk_sizes[0][0], 10u);  // what makes this case worth testing
+
+  PlacementOptions options{.strategy = Strategy::kBest};
+  options.exact.capacity = 10;
+  options.exact.durations = durations_of(*csv);
+  auto fitted = place(csv->problem, options);
+  ASSERT_TRUE(fitted.is_ok()) << fitted.status().to_string();
+  EXPECT_EQ(fitted->chunk_sizes[0][0], 10u);
+  EXPECT_TRUE(validate_placement(csv->problem, *fitted).empty());
+
+  options.exact.capacity = 9;  // below the bound: proved infeasible, not a plan that does not fit
+  auto none = place(csv->problem, options);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kInfeasible);
+  EXPECT_NE(none.status().message().find("9 bytes"), std::string::npos) << none.status().message();
+}
+
 TEST(MiniMallocCsv, ParsesRowsIntoOneAllocator) {
   auto problem = parse(kThree);
   ASSERT_TRUE(problem.is_ok()) << problem.status().to_string();
