@@ -6,6 +6,7 @@
 //   galloc zoo llama-7b-pp512 -o llama.json
 //   galloc plan llama.json --strategy best --json
 //   galloc plan ../shared/benchmarks/minimalloc-challenging/A.1048576.csv --strategy exact --capacity 1048576
+//   galloc plan A.1048576.csv --strategy best --capacity 1048576 --time-limit 60 --output A.solution.csv
 //   galloc compare zoo:whisper-base-encoder
 //   galloc render llama.json --html out/report.html
 //   galloc convert graph.json graph.csv
@@ -14,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -114,12 +116,15 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
+// time_limit: the exact search's; `best` searches too when the caller gave one
+// (time_limit_given) or a capacity its heuristics miss.
 galloc::Result<Outcome> run(const Input& input, galloc::Strategy strategy, double time_limit,
-                            std::optional<Bytes> capacity) {
+                            std::optional<Bytes> capacity, bool time_limit_given = false) {
   galloc::PlacementOptions options;
   options.strategy = strategy;
   options.exact.time_limit_seconds = time_limit;
   options.exact.capacity = capacity;
+  if (time_limit_given) options.best_search_seconds = time_limit;
   ProgressBar bar;
   options.exact.on_progress = [&bar](const galloc::SearchProgress& p) { bar(p); };
   Outcome outcome;
@@ -137,6 +142,7 @@ galloc::Result<Outcome> run(const Input& input, galloc::Strategy strategy, doubl
   } else {
     // A CSV keeps its real times, which rank buffers for the exact search far better than
     // steps do (MiniMalloc's challenging instances: 11 of 11 at capacity instead of 3).
+    options.exact.durations = galloc::durations_of(*input.csv);
     auto placement = strategy == galloc::Strategy::kExact
                          ? galloc::place_exact(*input.csv, galloc::place(input.csv->problem, {}).value(), options.exact)
                          : galloc::place(input.csv->problem, options);
@@ -236,6 +242,32 @@ galloc::Result<galloc::CsvProblem> graph_as_csv(const galloc::Graph& graph, gall
   return csv;
 }
 
+// The solution as a MiniMalloc CSV with offsets, written whole or not at all (a file beside
+// the target, renamed over it).
+galloc::Status write_solution(const Input& input, const Outcome& outcome, const std::string& path) {
+  std::optional<galloc::CsvProblem> from_graph;
+  if (!input.csv) {
+    auto csv = graph_as_csv(input.graph->graph, outcome.lifetimes);
+    if (!csv) return csv.status();
+    from_graph = std::move(csv).value();
+  }
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial);
+    galloc::write_minimalloc_csv(out, input.csv ? *input.csv : *from_graph, &outcome.placement);
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(partial, ignored);
+      return galloc::invalid_argument("cannot write " + path);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) return galloc::invalid_argument("cannot write " + path + ": " + ec.message());
+  return galloc::Status::ok();
+}
+
 // The registry's names, for help texts: "ggml, greedy-lowest-offset, ..., best".
 std::string strategy_names() {
   std::string names;
@@ -302,6 +334,10 @@ int main(int argc, char** argv) {
   plan->add_option("--time-limit", time_limit, "seconds for the exact search (per buffer)");
   plan->add_option("--capacity", capacity, "bytes the plan must fit in");
   plan->add_flag("--json", json, "one JSON object on stdout");
+  std::string plan_output;
+  plan->add_option("-o,--output", plan_output,
+                   "write the solution as a MiniMalloc CSV (id,lower,upper,size,offset); a graph's storage "
+                   "objects become its rows");
   plan->add_option("--scale", scale, "for zoo:NAME: shrink the model");
 
   // compare
@@ -368,8 +404,12 @@ int main(int argc, char** argv) {
     auto strategy = galloc::strategy_from_name(strategy_name);
     if (!strategy) return fail(strategy.status());
     const auto cap = capacity ? capacity : input->capacity_from_name;
-    auto outcome = run(*input, *strategy, time_limit, capacity);
+    auto outcome = run(*input, *strategy, time_limit, capacity, plan->count("--time-limit") > 0);
     if (!outcome) return fail(outcome.status());
+    const bool valid = galloc::validate_placement(outcome->lifetimes, outcome->placement).empty();
+    if (!plan_output.empty() && valid) {
+      if (auto s = write_solution(*input, *outcome, plan_output); !s) return fail(s);
+    }
     if (json) {
       std::cout << to_json(*outcome, cap).dump(2) << "\n";
     } else {
@@ -377,7 +417,7 @@ int main(int argc, char** argv) {
       print_table_header();
       print_row(*outcome, cap);
     }
-    return galloc::validate_placement(outcome->lifetimes, outcome->placement).empty() ? 0 : 2;
+    return valid ? 0 : 2;
   }
 
   if (compare->parsed()) {

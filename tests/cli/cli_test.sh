@@ -9,7 +9,7 @@ passed=0 failed=0
 check() {  # check NAME COMMAND...: the command must succeed
   local name=$1; shift
   if "$@" >"$work/out" 2>"$work/err"; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); echo "FAIL: $name"; tail -5 "$work/out" "$work/err"; fi
+    failed=$((failed + 1)); echo "FAIL: $name"; tail -n 5 "$work/out" "$work/err"; fi
 }
 json_has() {  # json_has FILE PYTHON-EXPRESSION-ON-j (check's redirect truncates out: copy first)
   python3 -c "import json,sys; j=json.load(open('$1')); sys.exit(0 if ($2) else 1)"
@@ -33,7 +33,8 @@ for strategy in $strategies; do
     "j['strategy']=='$strategy' and j['valid'] and j['peak_bytes']>=j['lower_bound_bytes']>0 and 'plan_seconds' in j and all('name' in b and 'size' in b and 'chunks' in b for b in j['buffers'])"
 done
 check "best never above ggml" python3 -c "import json; a=json.load(open('$work/plan-best.json')); b=json.load(open('$work/plan-ggml.json')); exit(0 if a['peak_bytes']<=b['peak_bytes'] else 1)"
-check "plan with capacity" "$galloc" plan "$work/g.json" --capacity 1 --json
+# a strategy other than best plans regardless of the capacity and says whether it fits
+check "plan with capacity" "$galloc" plan "$work/g.json" --strategy ggml --capacity 1 --json
 keep capacity.json
 check "fits is false" json_has "$work/capacity.json" "j['fits'] is False"
 check "compare" "$galloc" compare "$work/g.json"
@@ -48,6 +49,29 @@ check "graph to csv" "$galloc" convert "$work/g.json" "$work/g.csv"
 check "csv of graph plans" "$galloc" plan "$work/g.csv" --json
 check "json round trip" "$galloc" convert "$work/g.json" "$work/g2.json"
 check "same plan after round trip" bash -c "'$galloc' plan '$work/g2.json' --strategy ggml --json | python3 -c \"import json,sys; a=json.load(sys.stdin); b=json.load(open('$work/plan-ggml.json')); sys.exit(0 if a['peak_bytes']==b['peak_bytes'] and a['buffers'][0]['chunks']==b['buffers'][0]['chunks'] else 1)\""
+
+# best with a capacity its heuristics miss: the exact search finds a fit, and --output writes
+# the solution as MiniMalloc CSV (checked here independently: no two rows live at once share
+# bytes); a capacity below the bound is an error, and then no file is written.
+printf 'id,lower,upper,size\n0,10,15,5\n1,1,5,5\n2,3,4,1\n3,9,15,5\n4,5,10,3\n5,4,9,1\n6,3,8,4\n' >"$work/tight.csv"
+check "heuristics alone" "$galloc" plan "$work/tight.csv" --json
+keep tight.json
+check "the heuristics miss the bound here" json_has "$work/tight.json" "j['peak_bytes']>10 and j['lower_bound_bytes']==10"
+check "best meets the capacity" "$galloc" plan "$work/tight.csv" --capacity 10 --time-limit 5 --output "$work/sol.csv" --json
+keep tight-capacity.json
+check "it fits" json_has "$work/tight-capacity.json" "j['fits'] and j['peak_bytes']==10 and j['valid']"
+check "the solution file is a valid placement" python3 -c "
+import csv
+rows = [(int(r['lower']), int(r['upper']), int(r['size']), int(r['offset'])) for r in csv.DictReader(open('$work/sol.csv'))]
+assert len(rows) == 7 and max(o + s for _, _, s, o in rows) <= 10
+for i, (l1, u1, s1, o1) in enumerate(rows):
+    for l2, u2, s2, o2 in rows[i + 1:]:
+        assert not (l1 < u2 and l2 < u1 and o1 < o2 + s2 and o2 < o1 + s1), 'overlap'
+"
+if "$galloc" plan "$work/tight.csv" --capacity 9 --time-limit 5 --output "$work/none.csv" >"$work/out" 2>"$work/err"; then
+  failed=$((failed + 1)); echo "FAIL: a capacity below the bound accepted"
+elif grep -q "9 bytes" "$work/err" && [ ! -e "$work/none.csv" ] && [ ! -e "$work/none.csv.partial" ]; then passed=$((passed + 1))
+else failed=$((failed + 1)); echo "FAIL: capacity below the bound: message or a file left"; cat "$work/err"; fi
 
 # Bad input: non-zero exit and a message that names the line or field.
 printf 'id,lower,upper,size\n0,0,10,4\n1,5,x,4\n' >"$work/bad.csv"
