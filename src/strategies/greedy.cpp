@@ -253,7 +253,8 @@ Placement place_greedy(const Problem& problem, const GreedyOptions& options) {
       for (std::size_t c = 0; c < chunks.size() && !done; ++c) {
         spans.clear();
         gather(chunks[c], lists, steps(object), spans);
-        if (auto offset = find_gap(spans, object.size, limit, options.gap)) {
+        // a chunk made for an object above the max size has that object's size to offer
+        if (auto offset = find_gap(spans, object.size, std::max(limit, high[c]), options.gap)) {
           insert(chunks[c], lists, steps(object), {*offset, *offset + object.size});
           high[c] = std::max(high[c], *offset + object.size);
           placement.storage_address[static_cast<std::size_t>(s)] = {static_cast<ChunkId>(c), *offset};
@@ -261,7 +262,8 @@ Placement place_greedy(const Problem& problem, const GreedyOptions& options) {
         }
       }
       if (!done) {
-        // A new chunk; a storage object above the max size gets one of its own.
+        // A new chunk; a storage object above the max size gets one of its own size, which
+        // others use too while it is dead.
         chunks.emplace_back(leaves, chunks.empty());
         high.push_back(object.size);
         insert(chunks.back(), lists, steps(object), {0, object.size});

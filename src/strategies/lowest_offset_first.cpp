@@ -492,8 +492,10 @@ Placement detail::place_lowest_offset_first(const Problem& problem, const Lowest
     while (!waiting.empty()) {
       const auto chunk = static_cast<ChunkId>(chunks.size());
       // A storage object above the max size gets a chunk of its own size, as in ggml, which
-      // then serves others too (while it is dead): it goes first, at offset 0, and sets the
-      // chunk's limit. Ranks start at 1 to leave it 0.
+      // then serves others too (while it is dead): the largest goes first, at offset 0, and
+      // sets the chunk's limit; the other objects above the max size come next, so that those
+      // that live at other times share its bytes rather than each taking a chunk. Keys stay
+      // distinct (both pickers then agree): 0, then 1 + rank, then n + 1 + rank.
       Bytes limit = max_size;
       std::optional<Item> oversized;
       for (Item i : waiting) {
@@ -504,7 +506,10 @@ Placement detail::place_lowest_offset_first(const Problem& problem, const Lowest
       }
       order.clear();
       order.reserve(waiting.size());
-      for (Item i : waiting) order.emplace_back(i == oversized ? 0 : rank[i] + 1, i);
+      for (Item i : waiting) {
+        const auto n = static_cast<Item>(items.size());
+        order.emplace_back(i == oversized ? 0 : items[i].size > max_size ? 1 + rank[i] : n + 1 + rank[i], i);
+      }
       next_chunk.clear();
       Bytes high = 0;
       if (waiting.size() <= scan_up_to && ScanningPicker::fits(items, order, steps, alignment)) {

@@ -90,7 +90,9 @@ Placement obvious_greedy(const Problem& lifetimes, const GreedyOptions& options)
           }
           cursor = std::max(cursor, p.end);
         }
-        if (!offset && cursor <= limit && object.size <= limit - cursor) offset = cursor;
+        // a chunk made for an object above the max size offers that object's size
+        const Bytes chunk_limit = std::max(limit, high[chunk]);
+        if (!offset && cursor <= chunk_limit && object.size <= chunk_limit - cursor) offset = cursor;
         if (offset) break;
       }
       if (!offset) {
