@@ -296,9 +296,11 @@ galloc::Status order_graph(const std::vector<int>& parse_seq, ggml_cgraph* cgrap
 // bytes back at the new address.
 class Place2023 final : public galloc::AllocSink {
  public:
-  Place2023(ggml_gallocr* galloc, const std::vector<ggml_tallocr*>& talloc_of,
+  // tallocs: per buffer id; talloc_of: per tensor id, its own allocator (views live there)
+  Place2023(ggml_gallocr* galloc, const std::vector<ggml_tallocr*>& tallocs,
+            const std::vector<ggml_tallocr*>& talloc_of,
             std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>>& saved)
-      : galloc_(galloc), talloc_of_(talloc_of), saved_(saved) {}
+      : galloc_(galloc), tallocs_(tallocs), talloc_of_(talloc_of), saved_(saved) {}
 
   galloc::Status before_reserve(galloc::Graph&) override {
     reserved_ = true;
@@ -309,6 +311,7 @@ class Place2023 final : public galloc::AllocSink {
     ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
     ggml_tallocr* talloc = talloc_of_[static_cast<std::size_t>(id)];
     if (address != nullptr) {
+      talloc = tallocs_[static_cast<std::size_t>(address->buffer)];  // the plan's buffer
       tensor->data = address->data;
       tensor->buffer = talloc->buffer;
       if (!talloc->measure) {
@@ -336,6 +339,7 @@ class Place2023 final : public galloc::AllocSink {
 
  private:
   ggml_gallocr* galloc_;
+  const std::vector<ggml_tallocr*>& tallocs_;
   const std::vector<ggml_tallocr*>& talloc_of_;
   std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>>& saved_;
   bool reserved_ = false;
@@ -463,7 +467,7 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
   for (std::size_t i = 0; i < talloc_of.size(); ++i) talloc_of[i] = talloc_for(galloc->current.ggml[i]);
   galloc::BufferAssignment assignment;
   if (tallocs.size() > 1) assignment = {node_ids, leaf_ids};
-  Place2023 place(galloc, talloc_of, saved);
+  Place2023 place(galloc, tallocs, talloc_of, saved);
   bool reserved = false;
   if (tallocs.size() > 1 && galloc->allocator->needs_reserve(graph)) {
     GALLOC_RETURN_IF_ERROR(galloc->allocator->reserve(graph, assignment));
