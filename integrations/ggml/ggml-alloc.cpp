@@ -211,8 +211,9 @@ galloc::BufferAssignment assignment_of(const ggml_cgraph* graph, const int* node
 }
 
 // GALLOC_DUMP=DIR: the graph just reserved, with its buffer types and buffer ids, as a galloc
-// graph file DIR/ggml-<allocator>-<n>.json. Buffer types are described by name, alignment and
-// max size; a device's per-tensor alloc size cannot be written down, so the file assumes none.
+// graph file DIR/ggml-<sequence>-<allocator>-<n>.json. Buffer types are described by name,
+// alignment and max size; a device's per-tensor alloc size cannot be written down, so the file
+// assumes none.
 void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const char* function) {
   if (galloc->dump_dir.empty()) return;
 #ifdef GALLOC_DROPIN_JSON
@@ -230,8 +231,11 @@ void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const
   file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
   std::error_code ec;
   std::filesystem::create_directories(galloc->dump_dir, ec);
-  char name[64];
-  std::snprintf(name, sizeof name, "ggml-%p-%04d.json", static_cast<void*>(galloc), galloc->dumps++);
+  // numbered per process first: files sort in reserve order, and an allocator made at a freed
+  // one's address overwrites nothing
+  static std::atomic<int> sequence{0};
+  char name[80];
+  std::snprintf(name, sizeof name, "ggml-%05d-%p-%04d.json", sequence++, static_cast<void*>(galloc), galloc->dumps++);
   const std::string path = (std::filesystem::path(galloc->dump_dir) / name).string();
   if (galloc::Status s = galloc::write_graph_file(path, file); !s) log_error(function, s);
 #else
