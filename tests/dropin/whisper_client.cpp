@@ -41,8 +41,12 @@ using namespace galloc::dropin_test;
 // Tiny, but with the real model's structure. The loader takes any vocabulary size; the
 // special token ids (sot = 50257 ...) only matter to whisper_full, which is not used here.
 // n_audio_ctx 200 (4 s of audio) is not a multiple of 256, so the padded KV paths are taken.
-constexpr int kVocab = 384, kAudioCtx = 200, kState = 64, kHead = 4, kAudioLayers = 2, kTextCtx = 64, kTextLayers = 2,
-              kMels = 80;
+constexpr WhisperDims kTestDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
+// OpenAI's, for capturing real graphs (bench/graphs/capture-whisper.sh): whisper_client PATH tiny|base|small
+constexpr WhisperDims kTiny{51864, 1500, 384, 6, 4, 448, 384, 6, 4, 80};
+constexpr WhisperDims kBase{51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80};
+constexpr WhisperDims kSmall{51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80};
+WhisperDims g_dims = kTestDims;
 constexpr int kThreads = 1;  // ggml's threads spin at barriers: slow on a busy 2-core machine
 
 // --------------------------------------------------------------------------- what ggml saw
@@ -154,14 +158,15 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
     if (whisper_decode(ctx, tokens.data(), static_cast<int>(tokens.size()), n_past, kThreads) != 0)
       fail("whisper_decode");
     flush_lines();
-    const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(tokens.size() - 1) * kVocab;
-    for (int i = 0; i < kVocab; ++i) {
+    const int n_vocab = g_dims.vocab;
+    const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(tokens.size() - 1) * n_vocab;
+    for (int i = 0; i < n_vocab; ++i) {
       if (!std::isfinite(logits[i])) fail("non-finite logits");
     }
     std::printf("exact whisper.%s.decode%d.logits %s\n", config.c_str(), step,
-                hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
+                hex(fnv1a(logits, static_cast<size_t>(n_vocab) * sizeof(float))).c_str());
     n_past += static_cast<int>(tokens.size());
-    tokens = {argmax(logits, kVocab)};
+    tokens = {argmax(logits, n_vocab)};
   }
   whisper_free(ctx);
 }
@@ -212,10 +217,15 @@ ggml_backend_buffer_t __wrap_ggml_backend_alloc_ctx_tensors_from_buft(struct ggm
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "tiny-whisper.bin";
+  const std::string size = argc > 2 ? argv[2] : "";
+  if (size == "tiny") g_dims = kTiny;
+  if (size == "base") g_dims = kBase;
+  if (size == "small") g_dims = kSmall;
+  if (!size.empty() && g_dims.vocab == kTestDims.vocab) fail("unknown size " + size + " (tiny, base or small)");
   whisper_log_set(log_to_capture, nullptr);
-  write_whisper_model(path,
-                      {kVocab, kAudioCtx, kState, kHead, kAudioLayers, kTextCtx, kState, kHead, kTextLayers, kMels});
-  const std::vector<float> pcm = synthetic_pcm(kAudioCtx * 2 * WHISPER_HOP_LENGTH);
+  write_whisper_model(path, g_dims);
+  // 4 s of signal (the test model's whole audio context)
+  const std::vector<float> pcm = synthetic_pcm(4 * WHISPER_SAMPLE_RATE);
   run(path, "attn", false, pcm);
   run(path, "flash_attn", true, pcm);
   std::printf("done\n");
