@@ -242,19 +242,14 @@ galloc::Result<galloc::CsvProblem> graph_as_csv(const galloc::Graph& graph, gall
   return csv;
 }
 
-// The solution as a MiniMalloc CSV with offsets, written whole or not at all (a file beside
-// the target, renamed over it).
-galloc::Status write_solution(const Input& input, const Outcome& outcome, const std::string& path) {
-  std::optional<galloc::CsvProblem> from_graph;
-  if (!input.csv) {
-    auto csv = graph_as_csv(input.graph->graph, outcome.lifetimes);
-    if (!csv) return csv.status();
-    from_graph = std::move(csv).value();
-  }
+// A MiniMalloc CSV (with the placement's offsets, when given), written whole or not at all: a
+// file beside the target, renamed over it.
+galloc::Status write_csv_file(const std::string& path, const galloc::CsvProblem& csv,
+                              const galloc::Placement* placement) {
   const std::string partial = path + ".partial";
   {
     std::ofstream out(partial);
-    galloc::write_minimalloc_csv(out, input.csv ? *input.csv : *from_graph, &outcome.placement);
+    galloc::write_minimalloc_csv(out, csv, placement);
     out.close();
     if (!out) {
       std::error_code ignored;
@@ -266,6 +261,14 @@ galloc::Status write_solution(const Input& input, const Outcome& outcome, const 
   std::filesystem::rename(partial, path, ec);
   if (ec) return galloc::invalid_argument("cannot write " + path + ": " + ec.message());
   return galloc::Status::ok();
+}
+
+// A plan's solution as a MiniMalloc CSV: a CSV input's own rows, or a graph's storage objects.
+galloc::Status write_solution(const Input& input, const Outcome& outcome, const std::string& path) {
+  if (input.csv) return write_csv_file(path, *input.csv, &outcome.placement);
+  auto csv = graph_as_csv(input.graph->graph, outcome.lifetimes);
+  if (!csv) return csv.status();
+  return write_csv_file(path, *csv, &outcome.placement);
 }
 
 // The registry's names, for help texts: "ggml, greedy-lowest-offset, ..., best".
@@ -461,19 +464,15 @@ int main(int argc, char** argv) {
     if (!input) return fail(input.status());
     if (ends_with(convert_out, ".csv")) {
       if (input->csv) {
-        std::ofstream out(convert_out);
-        galloc::write_minimalloc_csv(out, *input->csv, nullptr);
-        return out ? 0 : fail(galloc::Status(galloc::ErrorCode::kInvalidArgument, "cannot write " + convert_out));
+        const galloc::Status s = write_csv_file(convert_out, *input->csv, nullptr);
+        return s ? 0 : fail(s);
       }
       auto strategy = galloc::strategy_from_name(convert_strategy);
       if (!strategy) return fail(strategy.status());
       auto outcome = run(*input, *strategy, 1.0, std::nullopt);
       if (!outcome) return fail(outcome.status());
-      auto csv = graph_as_csv(input->graph->graph, outcome->lifetimes);
-      if (!csv) return fail(csv.status());
-      std::ofstream out(convert_out);
-      galloc::write_minimalloc_csv(out, *csv, &outcome->placement);
-      return out ? 0 : fail(galloc::Status(galloc::ErrorCode::kInvalidArgument, "cannot write " + convert_out));
+      const galloc::Status s = write_solution(*input, *outcome, convert_out);
+      return s ? 0 : fail(s);
     }
     if (!input->graph) {
       return fail(

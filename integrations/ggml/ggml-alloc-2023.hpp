@@ -44,8 +44,7 @@
 #include "cgraph_conversion.hpp"
 #include "dropin_env.hpp"
 
-#ifdef GALLOC_DROPIN_JSON
-#include <filesystem>
+#ifdef GALLOC_DROPIN_JSON  // GALLOC_DUMP's graph files (dropin_env.hpp)
 #include "galloc/graph_json.hpp"
 #endif
 
@@ -68,8 +67,6 @@ void log_exception_2023(const char* function) {
     log_error_2023(function, "galloc: unknown exception");
   }
 }
-
-Bytes align_up(Bytes n, Bytes alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 // A block of a ggml_tallocr's buffer held since its last reset: a tensor from ggml_tallocr_alloc,
 // or (tensor == nullptr) the memory of a graph placed there.
@@ -121,7 +118,7 @@ ggml_tallocr_t new_tallocr(ggml_backend_buffer_t buffer, bool owned, bool measur
 Bytes next_free_offset(const ggml_tallocr& talloc) {
   Bytes end = talloc.first;
   for (const HeldBlock& block : talloc.held) end = std::max(end, block.end);
-  return talloc.first + align_up(end - talloc.first, talloc.alignment);
+  return talloc.first + galloc::align_up(end - talloc.first, talloc.alignment);
 }
 
 // Moves the tensors an allocator holds to the start of its buffer, in order and without gaps
@@ -241,14 +238,7 @@ void dump_2023(ggml_gallocr* galloc, const galloc::BufferAssignment& assignment)
   }
   file.node_buffer_ids.assign(assignment.node_buffer_ids.begin(), assignment.node_buffer_ids.end());
   file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
-  std::error_code ec;
-  std::filesystem::create_directories(galloc->dump_dir, ec);
-  // numbered per process: the 2023 API makes a graph allocator per allocator, often at a freed one's address
-  static std::atomic<int> dumps{0};
-  char name[64];
-  std::snprintf(name, sizeof name, "ggml-2023-%05d.json", dumps++);
-  const std::string path = (std::filesystem::path(galloc->dump_dir) / name).string();
-  if (galloc::Status s = galloc::write_graph_file(path, file); !s)
+  if (galloc::Status s = write_dump(galloc->dump_dir, "2023", file); !s)
     log_error_2023("ggml_allocr_alloc_graph", s.to_string());
 #else
   (void)assignment;
@@ -303,6 +293,7 @@ class Place2023 final : public galloc::AllocSink {
       : galloc_(galloc), tallocs_(tallocs), talloc_of_(talloc_of), saved_(saved) {}
 
   galloc::Status before_reserve(galloc::Graph&) override {
+    fill_details(galloc_->current);  // what only planning reads (the conversion skipped it)
     reserved_ = true;
     return galloc::Status::ok();
   }
@@ -437,7 +428,8 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
   }
   for (ggml_tallocr* talloc : tallocs) pack_held_tensors(*talloc);
 
-  GALLOC_RETURN_IF_ERROR(convert_graph(&ordered.graph, galloc->current));
+  // names and shapes only when the graph is planned again (Place2023::before_reserve)
+  GALLOC_RETURN_IF_ERROR(convert_graph(&ordered.graph, galloc->current, Details::kSkip));
   galloc::Graph& graph = galloc->current.graph;
   graph.node_groups = ordered.groups;
   // the 2023 in-place rules: only sources its own allocator holds, also through a view
@@ -470,6 +462,7 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
   Place2023 place(galloc, tallocs, talloc_of, saved);
   bool reserved = false;
   if (tallocs.size() > 1 && galloc->allocator->needs_reserve(graph)) {
+    fill_details(galloc->current);
     GALLOC_RETURN_IF_ERROR(galloc->allocator->reserve(graph, assignment));
     reserved = true;
   }
@@ -597,7 +590,7 @@ void ggml_tallocr_alloc(ggml_tallocr_t talloc, struct ggml_tensor* tensor) {
                                                                 : " already has memory"));
       return;
     }
-    const Bytes size = align_up(ggml_backend_buffer_get_alloc_size(talloc->buffer, tensor), talloc->alignment);
+    const Bytes size = galloc::align_up(ggml_backend_buffer_get_alloc_size(talloc->buffer, tensor), talloc->alignment);
     const Bytes offset = next_free_offset(*talloc);
     if (size > talloc->capacity || offset > talloc->capacity - size) {
       log_error_2023(__func__, "not enough space in the buffer for tensor '" + std::string(tensor->name) +
@@ -779,7 +772,7 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
     Bytes total = 0;
     for (ggml_tensor* t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) {
       if (t->data == nullptr && t->view_src == nullptr)
-        total += align_up(ggml_backend_buft_get_alloc_size(buft, t), alignment);
+        total += galloc::align_up(ggml_backend_buft_get_alloc_size(buft, t), alignment);
     }
     if (total == 0) return nullptr;  // everything has memory already
     ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft, total);

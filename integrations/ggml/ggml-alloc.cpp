@@ -45,11 +45,8 @@
 #include "cgraph_conversion.hpp"
 #include "dropin_env.hpp"
 
-// GALLOC_DROPIN_JSON: galloc's graph file code is compiled in, for GALLOC_DUMP (build.sh
-// defines it when galloc's sources have it; amalgamate.sh --with-dump in the file it writes).
-#ifdef GALLOC_DROPIN_JSON
+#ifdef GALLOC_DROPIN_JSON  // GALLOC_DUMP's graph files (dropin_env.hpp)
 #include <cstdio>
-#include <filesystem>
 #include "galloc/graph_json.hpp"
 #endif
 
@@ -229,15 +226,9 @@ void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const
   }
   file.node_buffer_ids.assign(assignment.node_buffer_ids.begin(), assignment.node_buffer_ids.end());
   file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
-  std::error_code ec;
-  std::filesystem::create_directories(galloc->dump_dir, ec);
-  // numbered per process first: files sort in reserve order, and an allocator made at a freed
-  // one's address overwrites nothing
-  static std::atomic<int> sequence{0};
-  char name[80];
-  std::snprintf(name, sizeof name, "ggml-%05d-%p-%04d.json", sequence++, static_cast<void*>(galloc), galloc->dumps++);
-  const std::string path = (std::filesystem::path(galloc->dump_dir) / name).string();
-  if (galloc::Status s = galloc::write_graph_file(path, file); !s) log_error(function, s);
+  char tag[48];  // the allocator and its own count
+  std::snprintf(tag, sizeof tag, "%p-%04d", static_cast<void*>(galloc), galloc->dumps++);
+  if (galloc::Status s = write_dump(galloc->dump_dir, tag, file); !s) log_error(function, s);
 #else
   (void)assignment;
   if (galloc->dumps++ == 0) {
