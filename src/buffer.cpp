@@ -1,6 +1,7 @@
 #include "galloc/buffer.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -16,6 +17,11 @@ class CpuBuffer final : public Buffer {
   CpuBuffer& operator=(const CpuBuffer&) = delete;
   std::byte* base() override { return data_; }
   [[nodiscard]] Bytes size() const override { return size_; }
+  bool fill(Offset offset, Bytes size, std::byte value) override {
+    if (offset > size_ || size > size_ - offset) return false;
+    std::memset(data_ + offset, std::to_integer<int>(value), size);
+    return true;
+  }
   [[nodiscard]] const BufferType& type() const override { return type_; }
 
  private:

@@ -23,6 +23,8 @@ GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, Grap
   for (AllocatorId a : allocator_of_) count = std::max(count, a + 1);
   buffers_.resize(static_cast<std::size_t>(count));
   reserved_once_.assign(static_cast<std::size_t>(count), false);
+  arena_of_.resize(static_cast<std::size_t>(count));
+  arena_needs_.resize(static_cast<std::size_t>(count));
 }
 
 GraphAllocator::~GraphAllocator() = default;
@@ -41,6 +43,13 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
     const BufferPlan& buffer = plan.buffers[b];
     if (buffer.shared) continue;
     const auto a = static_cast<std::size_t>(buffer.allocator);
+    if (SharedArena* arena = arena_of_[a].arena()) {
+      const std::vector<AddressRange> none;
+      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, reads_ != nullptr ? *reads_ : none); !s) {
+        return {s.code(), "reserve: " + s.message() + restore_buffers(replaced)};
+      }
+      continue;
+    }
     // ggml also grows when a chunk is new; a new chunk of 0 bytes must exist too.
     bool grow = !reserved_once_[a] || buffer.chunk_sizes.size() > buffers_[a].size();
     for (std::size_t c = 0; c < buffer.chunk_sizes.size(); ++c) {
@@ -64,6 +73,9 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
     }
   }
   std::fill(reserved_once_.begin(), reserved_once_.end(), true);
+  for (const BufferPlan& buffer : plan.buffers) {
+    if (!buffer.shared) arena_needs_[static_cast<std::size_t>(buffer.allocator)] = buffer.chunk_sizes;
+  }
   plan_ = std::move(planned->plan);
   record_replay(graph, planned->lifetimes);
   return Status::ok();
@@ -95,9 +107,10 @@ std::string GraphAllocator::restore_buffers(const std::vector<std::pair<std::siz
 void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetimes) {
   first_chunk_.clear();
   std::uint32_t chunk_count = 0;
-  for (const auto& chunks : buffers_) {
+  for (std::size_t a = 0; a < buffers_.size(); ++a) {
     first_chunk_.push_back(chunk_count);
-    chunk_count += static_cast<std::uint32_t>(chunks.size());
+    const std::size_t chunks = arena_of_[a].arena() != nullptr ? arena_needs_[a].size() : buffers_[a].size();
+    chunk_count += static_cast<std::uint32_t>(chunks);
   }
   chunk_buffers_.assign(chunk_count, nullptr);
   chunk_bases_.assign(chunk_count, nullptr);
@@ -178,7 +191,21 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
   return false;
 }
 
+std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph) {
+  std::vector<AddressRange> ranges;
+  for (const Tensor& tensor : graph.tensors) {
+    if (!tensor.has_memory || tensor.is_view() || tensor.data == nullptr) continue;
+    auto* begin = static_cast<std::byte*>(tensor.data);
+    ranges.push_back({begin, begin + tensor_nbytes(tensor)});
+  }
+  return ranges;
+}
+
 Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
+  const bool in_arena =
+      std::any_of(arena_of_.begin(), arena_of_.end(), [](const Membership& m) { return m.arena() != nullptr; });
+  // What the graph reads that may lie in an arena: another member's output, kept in place.
+  const std::vector<AddressRange> reads = in_arena ? existing_memory(graph) : std::vector<AddressRange>{};
   if (needs_reserve(graph)) {
     if (types_.size() != 1) {
       return failed_precondition("alloc: the graph does not fit the reservation and there are " +
@@ -186,9 +213,22 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
                                  " buffer ids; call reserve with the node and leaf buffer ids first");
     }
     if (sink != nullptr) GALLOC_RETURN_IF_ERROR(sink->before_reserve(graph));
-    GALLOC_RETURN_IF_ERROR(reserve(graph));
+    reads_ = &reads;
+    const Status reserved = reserve(graph);
+    reads_ = nullptr;
+    GALLOC_RETURN_IF_ERROR(reserved);
   }
   for (std::size_t a = 0; a < buffers_.size(); ++a) {
+    if (SharedArena* arena = arena_of_[a].arena()) {
+      auto placed = arena->place(arena_of_[a].id(), arena_needs_[a], reads);
+      if (!placed) return {placed.status().code(), "alloc: " + placed.status().message()};
+      for (std::size_t c = 0; c < placed->size(); ++c) {
+        (*placed)[c].buffer->reset();
+        chunk_buffers_[first_chunk_[a] + c] = (*placed)[c].buffer;
+        chunk_bases_[first_chunk_[a] + c] = (*placed)[c].base;
+      }
+      continue;
+    }
     for (std::size_t c = 0; c < buffers_[a].size(); ++c) {
       Buffer* chunk = buffers_[a][c].get();
       chunk->reset();
@@ -248,6 +288,10 @@ Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {
     if (allocator_of_[static_cast<std::size_t>(earlier)] == a) return Bytes{0};
   }
   Bytes total = 0;
+  if (arena_of_[static_cast<std::size_t>(a)].arena() != nullptr) {
+    for (Bytes size : arena_needs_[static_cast<std::size_t>(a)]) total += size;
+    return total;
+  }
   for (const auto& chunk : buffers_[static_cast<std::size_t>(a)]) total += chunk->size();
   return total;
 }
@@ -255,10 +299,61 @@ Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {
 std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const {
   std::vector<Buffer*> result;
   if (id < 0 || static_cast<std::size_t>(id) >= types_.size()) return result;
+  const auto a = static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)]);
+  if (arena_of_[a].arena() != nullptr) {
+    if (a >= first_chunk_.size()) return result;
+    for (std::size_t c = 0; c < arena_needs_[a].size(); ++c) {
+      if (Buffer* chunk = chunk_buffers_[first_chunk_[a] + c]) result.push_back(chunk);
+    }
+    return result;
+  }
   for (const auto& chunk : buffers_[static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)])]) {
     result.push_back(chunk.get());
   }
   return result;
+}
+
+Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who) {
+  if (!arena) return invalid_argument("join: the arena is null");
+  if (id < 0 || static_cast<std::size_t>(id) >= types_.size()) {
+    return invalid_argument("join: buffer id " + std::to_string(id) + " is out of range (" +
+                            std::to_string(types_.size()) + " buffer ids)");
+  }
+  const auto a = static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)]);
+  if (arena_of_[a].arena() != nullptr) {
+    return failed_precondition("join: buffer id " + std::to_string(id) + " already takes its buffers from shared arena '" +
+                               arena_of_[a].arena()->name() + "'");
+  }
+  if (reserved_once_[a]) {
+    return failed_precondition("join: buffer id " + std::to_string(id) +
+                               " already has buffers of its own (it was reserved); join arenas before the first reserve");
+  }
+  const BufferType& mine = *types_[static_cast<std::size_t>(id)];
+  const BufferType& theirs = arena->type();
+  if (&mine != &theirs &&
+      (mine.name() != theirs.name() || mine.alignment() != theirs.alignment() || mine.max_size() != theirs.max_size())) {
+    auto describe = [](const BufferType& t) {
+      return t.name() + " (alignment " + std::to_string(t.alignment()) + ", max size " + std::to_string(t.max_size()) + ")";
+    };
+    return invalid_argument("join: shared arena '" + arena->name() + "' holds buffers of type " + describe(theirs) +
+                            ", but buffer id " + std::to_string(id) + " is of type " + describe(mine));
+  }
+  if (who.empty()) who = "graph allocator " + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  const SharedArena::MemberId member = arena->add_member(std::move(who));
+  arena_of_[a] = Membership(std::move(arena), member);
+  return Status::ok();
+}
+
+Status GraphAllocator::check_allocation() const {
+  for (const Membership& membership : arena_of_) {
+    if (membership.arena() == nullptr) continue;
+    if (!membership.arena()->holds(membership.id())) {
+      return failed_precondition("this allocator's tensors in shared arena '" + membership.arena()->name() +
+                                 "' are no longer its own: it has not allocated since joining, or another member "
+                                 "has allocated over them since; alloc again before computing");
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace galloc

@@ -26,6 +26,12 @@ class Buffer {
   // Called at the start of every GraphAllocator::alloc, before tensors are placed in the
   // buffer again (ggml_backend_buffer_reset: some devices keep per-tensor state).
   virtual void reset() {}
+  // Sets `size` bytes from `offset` to `value`, where the memory can be written from here;
+  // returns false (and does nothing) where it cannot. SharedArena's checked mode poisons with it.
+  virtual bool fill(Offset offset, Bytes size, std::byte value) {
+    (void)offset, (void)size, (void)value;
+    return false;
+  }
 };
 
 class BufferType {

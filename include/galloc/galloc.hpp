@@ -11,6 +11,7 @@
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
 #include "galloc/planner.hpp"
+#include "galloc/shared_arena.hpp"
 #include "galloc/status.hpp"
 #include "galloc/types.hpp"
 #include "galloc/validator.hpp"

@@ -21,6 +21,7 @@
 #include "galloc/lifetimes.hpp"
 #include "galloc/placement.hpp"
 #include "galloc/plan.hpp"
+#include "galloc/shared_arena.hpp"
 #include "galloc/status.hpp"
 
 namespace galloc {
@@ -88,8 +89,20 @@ class GraphAllocator {
   [[nodiscard]] int buffer_count() const { return static_cast<int>(types_.size()); }
   // The plan of the last successful reserve.
   [[nodiscard]] const std::optional<Plan>& plan() const { return plan_; }
-  // The backend buffers of an id's chunks (shared ids see the same buffers).
+  // The backend buffers of an id's chunks (shared ids see the same buffers). For an id that
+  // joined a SharedArena: the arena's chunks that the last alloc used (none before it).
   [[nodiscard]] std::vector<Buffer*> chunks(BufferId id) const;
+
+  // Takes the buffers of buffer id `id` (and of the ids sharing its buffer type) from `arena`
+  // instead of allocating them: see shared_arena.hpp for the contract. Call it before the first
+  // reserve; the arena's buffer type must have the id's name, alignment and max size. `who`
+  // names this allocator in the arena's messages. buffer_size keeps reporting this allocator's
+  // own need.
+  Status join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who = "");
+  // OK when every tensor this allocator's last alloc placed in an arena is still its own, that is
+  // no other member has allocated over them since; an error saying which arena otherwise. OK
+  // for an allocator that joined no arena.
+  [[nodiscard]] Status check_allocation() const;
 
  private:
   // After a failed reserve freed the buffers of the allocators in `replaced` (allocator, its
@@ -149,6 +162,40 @@ class GraphAllocator {
   std::vector<Buffer*> chunk_buffers_;      // every chunk of every allocator; refreshed by alloc
   std::vector<std::byte*> chunk_bases_;     // their base addresses
   std::vector<std::uint32_t> first_chunk_;  // per allocator: its first index in chunk_bases_
+
+  // Membership in a SharedArena; leaving (on destruction) tells the arena.
+  class Membership {
+   public:
+    Membership() = default;
+    Membership(std::shared_ptr<SharedArena> arena, SharedArena::MemberId id) : arena_(std::move(arena)), id_(id) {}
+    ~Membership() { leave(); }
+    Membership(Membership&& other) noexcept : arena_(std::move(other.arena_)), id_(other.id_) {}
+    Membership& operator=(Membership&& other) noexcept {
+      if (this != &other) {
+        leave();
+        arena_ = std::move(other.arena_);
+        id_ = other.id_;
+      }
+      return *this;
+    }
+    Membership(const Membership&) = delete;
+    Membership& operator=(const Membership&) = delete;
+    [[nodiscard]] SharedArena* arena() const { return arena_.get(); }
+    [[nodiscard]] SharedArena::MemberId id() const { return id_; }
+
+   private:
+    void leave() {
+      if (arena_) arena_->remove_member(id_);
+      arena_.reset();
+    }
+    std::shared_ptr<SharedArena> arena_;
+    SharedArena::MemberId id_ = 0;
+  };
+  // The ranges of the graph's memory-that-exists tensors (those an arena may hold).
+  [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph);
+  std::vector<Membership> arena_of_;          // per allocator; empty membership: its own buffers
+  std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
+  const std::vector<AddressRange>* reads_ = nullptr;  // set by alloc while it reserves again
 };
 
 }  // namespace galloc

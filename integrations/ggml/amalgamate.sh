@@ -37,6 +37,7 @@ HEADERS=(
     include/galloc/validator.hpp
     include/galloc/plan.hpp
     include/galloc/planner.hpp
+    include/galloc/shared_arena.hpp
     include/galloc/graph_allocator.hpp
     include/galloc/linear_allocator.hpp
 )

@@ -1,0 +1,134 @@
+// A compute buffer shared by graph allocators whose graphs never run at the same time.
+//
+// whisper.cpp keeps four graphs per state (conv, encode, cross, decode), each with its own
+// allocator, so a process holds the sum of four compute buffers although only one graph runs
+// at a time. Allocators that join one SharedArena take their buffers from it instead: the
+// arena's chunks are as large as the largest member needs, not the sum.
+//
+//   auto arena = std::make_shared<galloc::SharedArena>(cpu, "whisper");
+//   galloc::GraphAllocator conv({&cpu}), encode({&cpu});
+//   conv.join(0, arena);  encode.join(0, arena);      // before their first reserve
+//   conv.reserve(conv_graph);  encode.reserve(encode_graph);
+//   conv.alloc(conv_graph);    /* compute conv */
+//   encode.alloc(encode_graph); /* compute encode: it may read conv's output */
+//
+// The contract:
+//   - Members of one arena never compute at the same time. A member's tensors are valid from
+//     its alloc until another member's alloc, except the tensors the next member reads (memory
+//     that exists, lying in the arena): those stay valid until that member has run. An alloc
+//     places its tensors around them, growing the arena when they leave no room.
+//   - Every alloc checks what it reads from the arena: a tensor lying in memory that a later
+//     member's alloc has partly taken over, or that spans two members' memory, fails the alloc
+//     with a status instead of computing on stale bytes. A tensor that a later member's memory
+//     covers whole cannot be told from that member's own output by its address; the checked
+//     mode catches that case too (below).
+//   - Checked mode (set_checked, for tests and debugging): each alloc fills the memory it takes
+//     over from other members with 0xFF bytes (NaN as f32 and f16), so a member that computes
+//     after another member's alloc reads poison and its results are visibly wrong; and
+//     GraphAllocator::check_allocation reports whether a member's tensors are still its own.
+//   - Arenas are independent: members of different arenas may run at the same time on different
+//     threads. One arena's bookkeeping is guarded by a mutex, so members may join and leave from
+//     any thread.
+//   - Growing frees the old chunk before allocating the larger one, unless the old chunk holds
+//     tensors the allocating member reads: then it is kept (retired) until an alloc that reads
+//     nothing from it, since freeing it would lose them. So a reserve called directly between
+//     one member's alloc and the alloc of the member reading its output may end that output;
+//     reserve before the sequence starts (whisper.cpp and llama.cpp do), or let alloc reserve.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "galloc/buffer.hpp"
+#include "galloc/status.hpp"
+#include "galloc/types.hpp"
+
+namespace galloc {
+
+// A byte range [begin, end) of memory, by address.
+struct AddressRange {
+  std::byte* begin = nullptr;
+  std::byte* end = nullptr;
+};
+
+class SharedArena {
+ public:
+  using MemberId = std::uint64_t;
+
+  // Buffers come from `type`, which must outlive the arena. `name` appears in messages.
+  SharedArena(const BufferType& type, std::string name);
+  ~SharedArena();
+  SharedArena(const SharedArena&) = delete;
+  SharedArena& operator=(const SharedArena&) = delete;
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] const BufferType& type() const { return type_; }
+  // Bytes of the arena's current chunks (retired chunks not counted).
+  [[nodiscard]] Bytes size() const;
+  [[nodiscard]] std::vector<Bytes> chunk_sizes() const;
+  [[nodiscard]] std::size_t member_count() const;
+  // How many times a chunk was allocated larger; an adapter logs the size when this changes.
+  [[nodiscard]] std::uint64_t growth_count() const;
+  void set_checked(bool checked);
+  [[nodiscard]] bool checked() const;
+
+  // ---- for GraphAllocator (its members); the contract above is stated in their terms.
+
+  // A new member's id; `who` names it in messages.
+  MemberId add_member(std::string who);
+  // Forgets a member: the memory it last held is no longer anyone's (reading it later fails).
+  void remove_member(MemberId member);
+  // Makes chunk i at least needs[i] bytes. Nothing is placed. A grown chunk's contents are
+  // gone, and so is what members held there, unless one of `reads` (as for place) lies in it:
+  // then the old chunk is retired instead of freed.
+  Status reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads = {});
+  // Places `member`'s chunks of needs[i] bytes: returns, per chunk, the Buffer and the address
+  // of the member's offset 0 in it. `reads` are the memory-that-exists ranges of the member's
+  // graph; those in the arena must be another member's valid memory, and they are kept.
+  struct Placed {
+    Buffer* buffer = nullptr;
+    std::byte* base = nullptr;
+  };
+  Result<std::vector<Placed>> place(MemberId member, const std::vector<Bytes>& needs,
+                                    const std::vector<AddressRange>& reads);
+  // True if `member`'s memory from its last place is still all its own.
+  [[nodiscard]] bool holds(MemberId member) const;
+
+ private:
+  // Bytes [begin, end) of one chunk, held by one member. Kept by chunk, not by address, so
+  // that buffers without real addresses (NullBufferType) keep their chunks apart.
+  struct Owned {
+    const Buffer* chunk = nullptr;
+    Bytes begin = 0;
+    Bytes end = 0;
+    MemberId owner = 0;
+  };
+  // The rest requires mutex_.
+  Status grow_chunk(std::size_t chunk, Bytes size, bool keep_old);
+  void take_over(const Owned& region);
+  void forget_chunk(const Buffer* chunk);
+  // The chunk (current or retired) that holds `range` whole, with the range as offsets in it.
+  [[nodiscard]] std::optional<Owned> locate(AddressRange range) const;
+  // The one owned piece that holds `piece` whole; null when none does.
+  [[nodiscard]] const Owned* owner_of(const Owned& piece) const;
+  [[nodiscard]] std::string describe(MemberId member) const;
+
+  const BufferType& type_;
+  std::string name_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Buffer>> chunks_;
+  std::vector<std::unique_ptr<Buffer>> retired_;  // old chunks still holding tensors being read
+  std::vector<Owned> owned_;                      // who holds which memory, disjoint ranges
+  std::vector<std::pair<MemberId, std::string>> members_;
+  std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;  // per member
+  MemberId next_member_ = 1;
+  std::uint64_t growths_ = 0;
+  bool checked_ = false;
+};
+
+}  // namespace galloc

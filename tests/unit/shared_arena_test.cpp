@@ -1,0 +1,330 @@
+// SharedArena: graph allocators whose graphs never run together share one compute buffer.
+// Sizes (the largest member, not the sum), tensors another member reads kept in place, stale
+// reads reported, checked mode, bad joins, members leaving, growth that never doubles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "galloc/galloc.hpp"
+#include "galloc/shared_arena.hpp"
+#include "support/ggml_like_builder.hpp"
+
+namespace galloc {
+namespace {
+
+using testing::GgmlLikeBuilder;
+
+// x (input, n floats) -> a = scale(x) -> b = scale(a) -> o = add(b, a), output.
+struct Producer {
+  GgmlLikeBuilder builder;
+  TensorId x = kNoTensor, o = kNoTensor;
+  Graph& graph() { return builder.graph(); }
+};
+
+Producer producer(std::int64_t n) {
+  Producer p;
+  GgmlLikeBuilder& g = p.builder;
+  p.x = g.input_1d(n);
+  const TensorId a = g.scale(p.x);
+  const TensorId b = g.scale(a);
+  p.o = g.add(b, a);
+  g.expand_output(p.o);
+  return p;
+}
+
+// Reads `carried` (memory that exists: another graph's output) and computes from an input of
+// its own: y = scale(x) -> z = scale(y) -> r = add(z, y); d = mul(carried, carried). Outputs r, d.
+struct Consumer {
+  GgmlLikeBuilder builder;
+  TensorId carried = kNoTensor, x = kNoTensor, r = kNoTensor, d = kNoTensor;
+  Graph& graph() { return builder.graph(); }
+};
+
+Consumer consumer(std::int64_t carried_n, std::int64_t n) {
+  Consumer c;
+  GgmlLikeBuilder& g = c.builder;
+  c.carried = g.new_tensor_1d(DataType::F32, carried_n);
+  g[c.carried].has_memory = true;
+  c.x = g.input_1d(n);
+  const TensorId y = g.scale(c.x);
+  const TensorId z = g.scale(y);
+  c.r = g.add(z, y);
+  g.expand_output(c.r);
+  c.d = g.mul(c.carried, c.carried);
+  g.expand_output(c.d);
+  return c;
+}
+
+Bytes own_size(const Graph& graph, const BufferType& type) {
+  GraphAllocator alone({&type});
+  EXPECT_TRUE(alone.reserve(graph).is_ok());
+  return *alone.buffer_size(0);
+}
+
+// Writes `value` into every planned tensor of the graph, as computing it would.
+void compute(Graph& graph, const Plan& plan, unsigned char value) {
+  for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (plan.tensors[t].planned() && graph.tensors[t].data != nullptr) {
+      std::memset(graph.tensors[t].data, value, tensor_nbytes(graph.tensors[t]));
+    }
+  }
+}
+
+bool all_bytes(const void* data, Bytes n, unsigned char value) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  return std::all_of(p, p + n, [value](unsigned char b) { return b == value; });
+}
+
+TEST(SharedArena, HoldsTheLargestMembersNeedAndEachMemberReportsItsOwn) {
+  NullBufferType type(64);
+  auto arena = std::make_shared<SharedArena>(type, "test");
+  std::vector<Producer> graphs;
+  for (std::int64_t n : {100, 4000, 700}) graphs.push_back(producer(n));
+  std::vector<GraphAllocator> members;
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    members.emplace_back(std::vector<const BufferType*>{&type});
+    ASSERT_TRUE(members.back().join(0, arena, "graph " + std::to_string(i)).is_ok());
+  }
+  Bytes largest = 0;
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    ASSERT_TRUE(members[i].reserve(graphs[i].graph()).is_ok());
+    const Bytes own = own_size(graphs[i].graph(), type);
+    EXPECT_EQ(*members[i].buffer_size(0), own);
+    largest = std::max(largest, own);
+  }
+  EXPECT_EQ(arena->size(), largest);
+  EXPECT_EQ(arena->member_count(), 3u);
+  for (std::size_t i = 0; i < graphs.size(); ++i) ASSERT_TRUE(members[i].alloc(graphs[i].graph()).is_ok());
+  EXPECT_EQ(arena->size(), largest);
+  // The own_size allocators above came and went; the members' buffers never exceeded the largest.
+  EXPECT_LE(type.live_bytes(), largest);
+}
+
+// Real memory: the consumer's tensors are placed around the producer's output, which keeps
+// its bytes while the consumer computes; the arena holds the larger member plus that output.
+TEST(SharedArena, ATensorTheNextMemberReadsKeepsItsBytes) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "chain");
+  Producer p = producer(1000);
+  Consumer c = consumer(1000, 1200);
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
+  ASSERT_TRUE(first.reserve(p.graph()).is_ok());
+  ASSERT_TRUE(second.reserve(c.graph()).is_ok());
+
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+    compute(p.graph(), *first.plan(), 0x5A);
+    Graph& cg = c.graph();
+    cg[c.carried].data = p.graph()[p.o].data;
+    ASSERT_TRUE(second.alloc(cg).is_ok());
+    compute(cg, *second.plan(), 0x21);
+    EXPECT_TRUE(all_bytes(cg[c.carried].data, tensor_nbytes(cg[c.carried]), 0x5A)) << "round " << round;
+    EXPECT_TRUE(second.check_allocation().is_ok());
+  }
+  // The larger member plus what the consumer reads, not the sum of both.
+  const Bytes own_p = own_size(p.graph(), cpu), own_c = own_size(c.graph(), cpu);
+  const Bytes carried = align_up(tensor_nbytes(c.graph()[c.carried]), 64);
+  EXPECT_LE(arena->size(), std::max(own_p, own_c) + carried);
+  EXPECT_LT(arena->size(), own_p + own_c);
+}
+
+// A tensor that another member's alloc partly took over since it was written is reported.
+TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "stale");
+  Producer p = producer(1000);
+  GraphAllocator first({&cpu}), intruder({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(intruder.join(0, arena, "intruder").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  auto* base = first.chunks(0).at(0)->base();
+  auto* output = static_cast<std::byte*>(p.graph()[p.o].data);
+  const Bytes output_bytes = tensor_nbytes(p.graph()[p.o]);
+  // An intruder whose memory (flush with the arena's end: it reads nothing) begins in the
+  // middle of the producer's output.
+  const Bytes cut = (static_cast<Bytes>(output - base) + output_bytes / 2) / 64 * 64;
+  GgmlLikeBuilder big;
+  big.expand_output(big.input_with_size(arena->size() - cut));
+  ASSERT_TRUE(intruder.alloc(big.graph()).is_ok());
+
+  Consumer c = consumer(static_cast<std::int64_t>(output_bytes / 4), 10);
+  c.graph()[c.carried].data = output;
+  const Status s = second.alloc(c.graph());
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("shared arena 'stale'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("consumer"), std::string::npos) << s.message();
+  // The others keep working.
+  EXPECT_TRUE(first.alloc(p.graph()).is_ok());
+  c.graph()[c.carried].data = p.graph()[p.o].data;
+  EXPECT_TRUE(second.alloc(c.graph()).is_ok());
+}
+
+// Checked mode: the memory an alloc takes over from another member is poisoned, so a member
+// that computes after someone else's alloc reads NaN; check_allocation says so too.
+TEST(SharedArena, CheckedModePoisonsWhatAnAllocTakesOver) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "checked");
+  arena->set_checked(true);
+  Producer a = producer(500);
+  Producer b = producer(500);
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "a").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "b").is_ok());
+  ASSERT_TRUE(first.alloc(a.graph()).is_ok());
+  EXPECT_TRUE(first.check_allocation().is_ok());
+  std::memset(a.graph()[a.x].data, 0x11, tensor_nbytes(a.graph()[a.x]));  // a's input, set by the app
+  ASSERT_TRUE(second.alloc(b.graph()).is_ok());  // b's alloc before a computes: a violation
+  EXPECT_TRUE(all_bytes(a.graph()[a.x].data, tensor_nbytes(a.graph()[a.x]), 0xFF));
+  const Status stale = first.check_allocation();
+  ASSERT_FALSE(stale.is_ok());
+  EXPECT_NE(stale.message().find("shared arena 'checked'"), std::string::npos) << stale.message();
+  EXPECT_TRUE(second.check_allocation().is_ok());
+}
+
+TEST(SharedArena, BadJoinsAreErrors) {
+  CpuBufferType cpu(64);
+  CpuBufferType other(128, kUnlimited, "GPU");
+  auto arena = std::make_shared<SharedArena>(cpu, "cpu-arena");
+  GraphAllocator wrong_type({&other});
+  const Status s = wrong_type.join(0, arena);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("GPU"), std::string::npos) << s.message();
+  EXPECT_EQ(arena->member_count(), 0u);
+
+  GraphAllocator twice({&cpu});
+  ASSERT_TRUE(twice.join(0, arena).is_ok());
+  EXPECT_FALSE(twice.join(0, arena).is_ok());
+  EXPECT_FALSE(twice.join(1, arena).is_ok());
+  EXPECT_FALSE(twice.join(0, nullptr).is_ok());
+
+  Producer p = producer(100);
+  GraphAllocator late({&cpu});
+  ASSERT_TRUE(late.reserve(p.graph()).is_ok());
+  EXPECT_FALSE(late.join(0, arena).is_ok());
+}
+
+// A member that is freed leaves: its memory is nobody's, reading it is an error, and the
+// others keep allocating; the arena's buffers go when the last member and handle do.
+TEST(SharedArena, AFreedMemberLeavesAndTheOthersKeepWorking) {
+  NullBufferType type(64);
+  auto arena = std::make_shared<SharedArena>(type, "leave");
+  Producer a = producer(300), b = producer(3000);
+  auto first = std::make_unique<GraphAllocator>(std::vector<const BufferType*>{&type});
+  GraphAllocator second({&type});
+  ASSERT_TRUE(first->join(0, arena).is_ok());
+  ASSERT_TRUE(second.join(0, arena).is_ok());
+  ASSERT_TRUE(first->alloc(a.graph()).is_ok());
+  GraphAllocator moved = std::move(*first);  // membership moves with the allocator
+  first.reset();
+  EXPECT_EQ(arena->member_count(), 2u);
+  ASSERT_TRUE(second.alloc(b.graph()).is_ok());
+  ASSERT_TRUE(moved.alloc(a.graph()).is_ok());
+  { GraphAllocator gone = std::move(moved); }
+  EXPECT_EQ(arena->member_count(), 1u);
+  ASSERT_TRUE(second.alloc(b.graph()).is_ok());
+  arena.reset();  // the member still holds the arena
+  ASSERT_TRUE(second.alloc(b.graph()).is_ok());
+  EXPECT_GT(type.live_bytes(), 0u);
+}
+
+// Growing frees the old chunk first (stock's rule): a small member then a large one never
+// hold both sizes at once.
+TEST(SharedArena, GrowingNeverHoldsTheOldAndTheNewChunkAtOnce) {
+  NullBufferType type(64);
+  auto arena = std::make_shared<SharedArena>(type, "grow");
+  Producer small = producer(1000), large = producer(100000);
+  GraphAllocator a({&type}), b({&type});
+  ASSERT_TRUE(a.join(0, arena).is_ok());
+  ASSERT_TRUE(b.join(0, arena).is_ok());
+  ASSERT_TRUE(a.alloc(small.graph()).is_ok());
+  ASSERT_TRUE(b.alloc(large.graph()).is_ok());
+  EXPECT_EQ(type.peak_bytes(), *b.buffer_size(0));
+  EXPECT_EQ(arena->size(), *b.buffer_size(0));
+  EXPECT_EQ(arena->growth_count(), 2u);
+}
+
+// When the kept tensor leaves no room, the arena grows: the old chunk stays (retired) while
+// the reader runs, and goes at the next alloc that reads nothing from it.
+TEST(SharedArena, NoRoomBesideAKeptTensorRetiresTheOldChunk) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "retire");
+  Producer p = producer(1000);
+  Consumer c = consumer(1000, 1000);  // needs about what the producer needs
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena).is_ok());
+  ASSERT_TRUE(second.join(0, arena).is_ok());
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  compute(p.graph(), *first.plan(), 0x5A);
+  const Bytes before = arena->size();
+  c.graph()[c.carried].data = p.graph()[p.o].data;
+  ASSERT_TRUE(second.alloc(c.graph()).is_ok());
+  compute(c.graph(), *second.plan(), 0x21);
+  EXPECT_TRUE(all_bytes(c.graph()[c.carried].data, tensor_nbytes(c.graph()[c.carried]), 0x5A));
+  EXPECT_GT(arena->size(), before);
+  // Next time the producer's output is in the grown chunk and the consumer fits beside it.
+  const std::uint64_t growths = arena->growth_count();
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  compute(p.graph(), *first.plan(), 0x5A);
+  c.graph()[c.carried].data = p.graph()[p.o].data;
+  ASSERT_TRUE(second.alloc(c.graph()).is_ok());
+  compute(c.graph(), *second.plan(), 0x21);
+  EXPECT_TRUE(all_bytes(c.graph()[c.carried].data, tensor_nbytes(c.graph()[c.carried]), 0x5A));
+  EXPECT_EQ(arena->growth_count(), growths);
+}
+
+// Chunks: with a max size the member's chunks map to the arena's chunks one by one.
+TEST(SharedArena, ChunkedMembersShareChunkByChunk) {
+  CpuBufferType cpu(64, 8192);
+  auto arena = std::make_shared<SharedArena>(cpu, "chunks");
+  Producer a = producer(1500), b = producer(1800);
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena).is_ok());
+  ASSERT_TRUE(second.join(0, arena).is_ok());
+  ASSERT_TRUE(first.alloc(a.graph()).is_ok());
+  ASSERT_TRUE(second.alloc(b.graph()).is_ok());
+  ASSERT_GT(second.plan()->buffers[0].chunk_sizes.size(), 1u);
+  const auto chunks = second.chunks(0);
+  ASSERT_EQ(chunks.size(), second.plan()->buffers[0].chunk_sizes.size());
+  for (std::size_t t = 0; t < b.graph().tensors.size(); ++t) {
+    const TensorPlacement& slot = second.plan()->tensors[t];
+    if (!slot.planned()) continue;
+    auto* data = static_cast<std::byte*>(b.graph().tensors[t].data);
+    Buffer* chunk = chunks[static_cast<std::size_t>(slot.chunk)];
+    EXPECT_GE(data, chunk->base());
+    EXPECT_LE(data + slot.size, chunk->base() + chunk->size());
+  }
+  EXPECT_EQ(arena->chunk_sizes().size(), chunks.size());
+}
+
+// Arenas are independent: members of two arenas allocate on two threads at once (run under
+// TSan by `make tsan-test`).
+TEST(SharedArena, MembersOfDifferentArenasAllocateOnDifferentThreads) {
+  CpuBufferType cpu(64);
+  auto run = [&cpu](std::int64_t n, bool* ok) {
+    auto arena = std::make_shared<SharedArena>(cpu, "thread");
+    Producer a = producer(n), b = producer(2 * n);
+    GraphAllocator first({&cpu}), second({&cpu});
+    *ok = first.join(0, arena).is_ok() && second.join(0, arena).is_ok();
+    for (int i = 0; i < 200 && *ok; ++i) {
+      *ok = first.alloc(a.graph()).is_ok() && second.alloc(b.graph()).is_ok();
+    }
+  };
+  bool ok1 = false, ok2 = false;
+  std::thread t1(run, 300, &ok1), t2(run, 500, &ok2);
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(ok1);
+  EXPECT_TRUE(ok2);
+}
+
+}  // namespace
+}  // namespace galloc
