@@ -239,17 +239,22 @@ Result<std::vector<SharedArena::Placed>> SharedArena::place(MemberId member, con
       }
     }
     if (!shift) {
-      // No room: a chunk large enough for next time, when the reader's source lies at the top
-      // of it, that is the member plus what it reads; if even that was too small, the member
-      // past the kept ranges as they lie. What is kept stays in the old chunk, retired until
-      // an alloc reads nothing from it.
-      Bytes kept_bytes = 0, kept_end = 0;
+      // No room: a chunk large enough for next time. If what is read lies at the top (its
+      // writer read nothing, so it went flush with the end), that is the member plus what it
+      // reads. Failing that, the smaller of: the member below what is read once its writer
+      // moves up by the growth, and the member past it where it lies now. Never past the
+      // type's max size. What is kept stays in the old chunk, retired until an alloc reads
+      // nothing from it; this time the member goes at the start of the new chunk.
+      const Bytes size = chunk->size();
+      Bytes kept_bytes = 0, kept_begin = size, kept_end = 0;
       for (const Owned* k : in_chunk) {
         kept_bytes += align_up(k->end - k->begin, alignment);
+        kept_begin = std::min(kept_begin, k->begin);
         kept_end = std::max(kept_end, align_up(k->end, alignment));
       }
-      Bytes want = std::max(chunk->size(), need + kept_bytes);
-      if (want == chunk->size()) want = std::max(want, kept_end + need);
+      Bytes want = need + kept_bytes;
+      if (want <= size) want = std::min(size + need - std::min(kept_begin, need), kept_end + need);
+      want = std::max(need, std::min(std::max(want, size), type_.max_size()));
       GALLOC_RETURN_IF_ERROR(grow_chunk(c, want, /*keep_old=*/!in_chunk.empty()));
       shift = 0;
     }

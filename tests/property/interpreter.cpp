@@ -87,7 +87,10 @@ class NoReuseMemory final : public Memory {
 // One vector per chunk of the plan; weights (has_memory) keep memory of their own.
 class PlannedMemory final : public Memory {
  public:
-  PlannedMemory(const Graph& g, const Plan& plan, std::string& error) : plan_(plan) {
+  // With `in_place`, chunk c of allocator a is the memory at (*in_place)[a][c] instead of a
+  // vector of its own, and a weight with data set is at its data.
+  PlannedMemory(const Graph& g, const Plan& plan, std::string& error, const ChunkBases* in_place = nullptr)
+      : plan_(plan) {
     roots_.resize(g.tensors.size());
     own_.resize(g.tensors.size());
     own_defined_.resize(g.tensors.size());
@@ -116,7 +119,8 @@ class PlannedMemory final : public Memory {
       if (tensor.has_memory) {
         own_[t].assign(n + 1, std::byte{0x33});
         own_defined_[t].assign(n + 1, 0);
-        roots_[t] = Window{own_[t].data(), own_defined_[t].data(), n};
+        auto* data = in_place != nullptr && tensor.data != nullptr ? static_cast<std::byte*>(tensor.data) : own_[t].data();
+        roots_[t] = Window{data, own_defined_[t].data(), n};
         continue;
       }
       const TensorPlacement& p = plan.tensors[t];
@@ -141,8 +145,15 @@ class PlannedMemory final : public Memory {
                 " bytes)";
         return;
       }
-      roots_[t] =
-          Window{chunk.data() + p.offset, chunk_defined_[a][static_cast<std::size_t>(p.chunk)].data() + p.offset, n};
+      std::byte* base = chunk.data();
+      if (in_place != nullptr) {
+        if (a >= in_place->size() || static_cast<std::size_t>(p.chunk) >= (*in_place)[a].size()) {
+          error = "no memory is given for chunk " + std::to_string(p.chunk) + " of allocator " + std::to_string(a);
+          return;
+        }
+        base = (*in_place)[a][static_cast<std::size_t>(p.chunk)];
+      }
+      roots_[t] = Window{base + p.offset, chunk_defined_[a][static_cast<std::size_t>(p.chunk)].data() + p.offset, n};
     }
   }
   [[nodiscard]] std::string name() const override { return "planned"; }
@@ -175,8 +186,8 @@ class PlannedMemory final : public Memory {
 
 class Interpreter {
  public:
-  Interpreter(const Graph& g, const Plan& plan, std::uint64_t seed)
-      : g_(g), plan_(plan), seed_(mix(seed)), reference_(g), planned_(g, plan, report_.failure) {
+  Interpreter(const Graph& g, const Plan& plan, std::uint64_t seed, const ChunkBases* in_place = nullptr)
+      : g_(g), plan_(plan), seed_(mix(seed)), reference_(g), planned_(g, plan, report_.failure, in_place) {
     if (!report_.failure.empty()) report_.ok = false;
   }
 
@@ -446,6 +457,11 @@ ExecutionReport execute_and_compare(const Graph& graph, Span<const BufferType* c
                                     std::uint64_t seed) {
   (void)buffer_types;
   return Interpreter(graph, plan, seed).run();
+}
+
+ExecutionReport execute_in_place(const Graph& graph, const Plan& plan, const ChunkBases& chunk_bases,
+                                 std::uint64_t seed) {
+  return Interpreter(graph, plan, seed, &chunk_bases).run();
 }
 
 }  // namespace galloc::property

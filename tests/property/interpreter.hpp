@@ -28,7 +28,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "galloc/buffer.hpp"
 #include "galloc/graph.hpp"
@@ -45,5 +47,14 @@ struct ExecutionReport {
 
 [[nodiscard]] ExecutionReport execute_and_compare(const Graph& graph, Span<const BufferType* const> buffer_types,
                                                   const Plan& plan, std::uint64_t seed);
+
+// Per allocator, per chunk: where the chunk's memory begins.
+using ChunkBases = std::vector<std::vector<std::byte*>>;
+// The same run in real memory, where GraphAllocator::alloc put the chunks: planned tensors at
+// chunk_bases[allocator][chunk] + offset, weights with data set at their data (the memory must
+// hold each chunk's planned size). Catches what the plan alone cannot: a placement that
+// overlaps memory the graph reads, such as another graph's output in a shared arena.
+[[nodiscard]] ExecutionReport execute_in_place(const Graph& graph, const Plan& plan, const ChunkBases& chunk_bases,
+                                               std::uint64_t seed);
 
 }  // namespace galloc::property
