@@ -9,6 +9,7 @@
 #include "galloc/buffer.hpp"
 #include "galloc/graph.hpp"
 #include "galloc/graph_allocator.hpp"
+#include "galloc/shared_arena.hpp"
 
 struct galloc_graph {
   galloc::Graph graph;
@@ -20,6 +21,10 @@ struct galloc_buffer_type {
 
 struct galloc_allocator {
   galloc::GraphAllocator allocator;
+};
+
+struct galloc_arena {
+  std::shared_ptr<galloc::SharedArena> arena;
 };
 
 namespace {
@@ -226,6 +231,55 @@ galloc_buffer_type* galloc_buffer_type_new_null(size_t alignment, size_t max_siz
 
 void galloc_buffer_type_free(galloc_buffer_type* type) { delete type; }
 
+galloc_status galloc_graph_set_tensor_data(galloc_graph* graph, int32_t tensor, void* data) {
+  return guarded("galloc_graph_set_tensor_data", [&] {
+    if (!graph) return null_argument("galloc_graph_set_tensor_data", "graph");
+    if (!graph->graph.contains(tensor)) {
+      return fail(GALLOC_ERROR_INVALID_ARGUMENT,
+                  "galloc_graph_set_tensor_data: tensor " + std::to_string(tensor) + " is not in the graph");
+    }
+    galloc::Tensor& t = graph->graph[tensor];
+    if (!t.has_memory) {
+      return fail(GALLOC_ERROR_INVALID_ARGUMENT, "galloc_graph_set_tensor_data: tensor " + std::to_string(tensor) +
+                                                     " has no memory of its own (has_memory is 0): alloc places it");
+    }
+    t.data = data;
+    return GALLOC_OK;
+  });
+}
+
+galloc_arena* galloc_arena_new(const galloc_buffer_type* type, const char* name) {
+  if (!type) {
+    null_argument("galloc_arena_new", "type");
+    return nullptr;
+  }
+  try {
+    return new galloc_arena{std::make_shared<galloc::SharedArena>(*type->type, name ? name : "arena")};
+  } catch (...) {
+    fail(GALLOC_ERROR_OUT_OF_MEMORY, "galloc_arena_new: out of memory");
+    return nullptr;
+  }
+}
+
+void galloc_arena_free(galloc_arena* arena) { delete arena; }
+
+galloc_status galloc_arena_size(const galloc_arena* arena, size_t* out_size) {
+  return guarded("galloc_arena_size", [&] {
+    if (!arena) return null_argument("galloc_arena_size", "arena");
+    if (!out_size) return null_argument("galloc_arena_size", "out_size");
+    *out_size = arena->arena->size();
+    return GALLOC_OK;
+  });
+}
+
+galloc_status galloc_arena_set_checked(galloc_arena* arena, int checked) {
+  return guarded("galloc_arena_set_checked", [&] {
+    if (!arena) return null_argument("galloc_arena_set_checked", "arena");
+    arena->arena->set_checked(checked != 0);
+    return GALLOC_OK;
+  });
+}
+
 galloc_status galloc_allocator_new(galloc_buffer_type* const* types, int32_t n_types, const char* strategy,
                                    galloc_allocator** out_allocator) {
   return guarded("galloc_allocator_new", [&] {
@@ -297,6 +351,21 @@ galloc_status galloc_allocator_buffer_size(const galloc_allocator* allocator, in
     if (!size) return report(size.status());
     *out_size = *size;
     return GALLOC_OK;
+  });
+}
+
+galloc_status galloc_allocator_join(galloc_allocator* allocator, int32_t buffer_id, galloc_arena* arena) {
+  return guarded("galloc_allocator_join", [&] {
+    if (!allocator) return null_argument("galloc_allocator_join", "allocator");
+    if (!arena) return null_argument("galloc_allocator_join", "arena");
+    return report(allocator->allocator.join(buffer_id, arena->arena));
+  });
+}
+
+galloc_status galloc_allocator_check(const galloc_allocator* allocator) {
+  return guarded("galloc_allocator_check", [&] {
+    if (!allocator) return null_argument("galloc_allocator_check", "allocator");
+    return report(allocator->allocator.check_allocation());
   });
 }
 

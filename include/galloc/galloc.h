@@ -44,6 +44,7 @@ enum { GALLOC_FLAG_INPUT = 1, GALLOC_FLAG_OUTPUT = 2, GALLOC_FLAG_PARAM = 4, GAL
 typedef struct galloc_graph galloc_graph;
 typedef struct galloc_buffer_type galloc_buffer_type;
 typedef struct galloc_allocator galloc_allocator;
+typedef struct galloc_arena galloc_arena;
 
 /* One tensor. nb all zero means contiguous; src and view_src use -1 for none. */
 typedef struct galloc_tensor_desc {
@@ -76,6 +77,10 @@ galloc_status galloc_graph_counts(const galloc_graph* graph, int32_t* n_tensors,
 /* Where galloc_allocator_alloc put a tensor (NULL before). */
 galloc_status galloc_graph_tensor_data(const galloc_graph* graph, int32_t tensor, void** out_data);
 
+/* Sets the data of a tensor whose memory exists (has_memory): where it lies, so that an
+   allocator in a shared arena keeps it in place when it is another member's output. */
+galloc_status galloc_graph_set_tensor_data(galloc_graph* graph, int32_t tensor, void* data);
+
 /* Host memory. max_size 0 means unlimited. */
 galloc_buffer_type* galloc_buffer_type_new_cpu(size_t alignment, size_t max_size);
 /* Allocates nothing (planning only); fail_nth > 0 makes its n-th allocation fail. */
@@ -97,6 +102,22 @@ galloc_status galloc_allocator_buffer_size(const galloc_allocator* allocator, in
 /* The reserved placement of one tensor; buffer -1 if it is not planned (view, has_memory). */
 galloc_status galloc_allocator_tensor_placement(const galloc_allocator* allocator, int32_t tensor, int32_t* out_buffer,
                                                 int32_t* out_chunk, size_t* out_offset);
+
+/* A compute buffer shared by allocators whose graphs never compute at the same time (the
+   contract is in galloc/shared_arena.hpp): it holds the largest member's need, not the sum.
+   The buffer type must outlive the arena. Members keep the arena alive, so it may be freed
+   before them. name may be NULL. */
+galloc_arena* galloc_arena_new(const galloc_buffer_type* type, const char* name);
+void galloc_arena_free(galloc_arena* arena);
+/* Bytes of the arena's buffers now. */
+galloc_status galloc_arena_size(const galloc_arena* arena, size_t* out_size);
+/* Nonzero: each alloc poisons (0xFF) the memory it takes over from other members. */
+galloc_status galloc_arena_set_checked(galloc_arena* arena, int checked);
+/* The allocator takes buffer_id's buffers from the arena; before its first reserve. */
+galloc_status galloc_allocator_join(galloc_allocator* allocator, int32_t buffer_id, galloc_arena* arena);
+/* GALLOC_OK while the tensors of the allocator's last alloc are still its own in every arena
+   it joined; GALLOC_ERROR_FAILED_PRECONDITION once another member has allocated over them. */
+galloc_status galloc_allocator_check(const galloc_allocator* allocator);
 
 #ifdef __cplusplus
 }

@@ -153,10 +153,91 @@ static void test_failed_allocation_keeps_allocator_usable(void) {
   galloc_buffer_type_free(flaky);
 }
 
+/* x (input, n floats) -> y = scale(x) -> z = add(y, x) (output); with `reads`, also
+ * r = add(w, w) (output) of a weight w whose memory exists. */
+static galloc_graph* small_graph(int64_t n, int32_t* out_z, int32_t* out_w) {
+  galloc_graph* g = galloc_graph_new();
+  int32_t x = -1, y = -1;
+  galloc_tensor_desc d = vector_desc("x", n, "NONE");
+  d.flags = GALLOC_FLAG_INPUT;
+  CHECK(galloc_graph_add_leaf(g, &d, &x) == GALLOC_OK);
+  d = vector_desc("y", n, "SCALE");
+  d.src[0] = x;
+  CHECK(galloc_graph_add_node(g, &d, &y) == GALLOC_OK);
+  d = vector_desc("z", n, "ADD");
+  d.src[0] = y;
+  d.src[1] = x;
+  d.flags = GALLOC_FLAG_OUTPUT;
+  CHECK(galloc_graph_add_node(g, &d, out_z) == GALLOC_OK);
+  if (out_w != NULL) {
+    d = vector_desc("w", 1000, "NONE");
+    d.has_memory = 1;
+    CHECK(galloc_graph_add_leaf(g, &d, out_w) == GALLOC_OK);
+    d = vector_desc("r", 1000, "ADD");
+    d.src[0] = *out_w;
+    d.src[1] = *out_w;
+    d.flags = GALLOC_FLAG_OUTPUT;
+    CHECK(galloc_graph_add_node(g, &d, NULL) == GALLOC_OK);
+  }
+  return g;
+}
+
+/* Two allocators share an arena: it holds the larger need, the second graph reads the first
+ * one's output where it lies, untouched while the second computes. */
+static void test_shared_arena(void) {
+  galloc_buffer_type* cpu = galloc_buffer_type_new_cpu(64, 0);
+  galloc_arena* arena = galloc_arena_new(cpu, "c");
+  CHECK(arena != NULL);
+  int32_t z1 = -1, z2 = -1, w = -1;
+  galloc_graph* first = small_graph(1000, &z1, NULL);
+  galloc_graph* second = small_graph(3000, &z2, &w);
+  galloc_allocator *a = NULL, *b = NULL;
+  CHECK(galloc_allocator_new(&cpu, 1, NULL, &a) == GALLOC_OK);
+  CHECK(galloc_allocator_new(&cpu, 1, NULL, &b) == GALLOC_OK);
+  CHECK(galloc_allocator_join(a, 0, arena) == GALLOC_OK);
+  CHECK(galloc_allocator_join(b, 0, arena) == GALLOC_OK);
+  CHECK(galloc_allocator_join(b, 0, arena) == GALLOC_ERROR_FAILED_PRECONDITION);
+  CHECK(galloc_allocator_join(b, 0, NULL) == GALLOC_ERROR_INVALID_ARGUMENT);
+  CHECK(galloc_allocator_reserve(a, first, NULL, NULL) == GALLOC_OK);
+  CHECK(galloc_allocator_reserve(b, second, NULL, NULL) == GALLOC_OK);
+  size_t need_a = 0, need_b = 0, arena_size = 0;
+  CHECK(galloc_allocator_buffer_size(a, 0, &need_a) == GALLOC_OK);
+  CHECK(galloc_allocator_buffer_size(b, 0, &need_b) == GALLOC_OK);
+  CHECK(galloc_arena_size(arena, &arena_size) == GALLOC_OK);
+  CHECK(need_a > 0 && need_b > need_a && arena_size == need_b);
+
+  CHECK(galloc_allocator_alloc(a, first) == GALLOC_OK);
+  void* out = NULL;
+  CHECK(galloc_graph_tensor_data(first, z1, &out) == GALLOC_OK);
+  memset(out, 7, 4000);
+  CHECK(galloc_graph_set_tensor_data(second, w, out) == GALLOC_OK);
+  CHECK(galloc_graph_set_tensor_data(second, z2, out) == GALLOC_ERROR_INVALID_ARGUMENT);
+  CHECK(galloc_allocator_alloc(b, second) == GALLOC_OK);
+  CHECK(galloc_allocator_check(b) == GALLOC_OK);
+  /* Compute the second graph: write every tensor it placed; the first one's output survives. */
+  for (int32_t t = 0; t < 5; ++t) {
+    void* data = NULL;
+    if (t == w) continue;
+    CHECK(galloc_graph_tensor_data(second, t, &data) == GALLOC_OK);
+    memset(data, 9, t < 3 ? 12000 : 4000);
+  }
+  CHECK(((const unsigned char*)out)[0] == 7 && ((const unsigned char*)out)[3999] == 7);
+
+  galloc_arena_free(arena); /* the members keep it */
+  CHECK(galloc_allocator_alloc(a, first) == GALLOC_OK);
+  CHECK(galloc_allocator_check(a) == GALLOC_OK);
+  galloc_allocator_free(a);
+  galloc_allocator_free(b);
+  galloc_graph_free(first);
+  galloc_graph_free(second);
+  galloc_buffer_type_free(cpu);
+}
+
 int main(void) {
   test_plan_and_alloc();
   test_errors();
   test_failed_allocation_keeps_allocator_usable();
+  test_shared_arena();
   printf("c_api: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
