@@ -22,6 +22,16 @@ class CpuBuffer final : public Buffer {
     std::memset(data_ + offset, std::to_integer<int>(value), size);
     return true;
   }
+  bool read(Offset offset, Bytes size, void* out) override {
+    if (offset > size_ || size > size_ - offset) return false;
+    if (size > 0) std::memcpy(out, data_ + offset, size);
+    return true;
+  }
+  bool write(Offset offset, Bytes size, const void* in) override {
+    if (offset > size_ || size > size_ - offset) return false;
+    if (size > 0) std::memcpy(data_ + offset, in, size);
+    return true;
+  }
   [[nodiscard]] const BufferType& type() const override { return type_; }
 
  private:

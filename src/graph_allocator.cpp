@@ -44,8 +44,12 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
     if (buffer.shared) continue;
     const auto a = static_cast<std::size_t>(buffer.allocator);
     if (SharedArena* arena = arena_of_[a].arena()) {
-      const std::vector<AddressRange> none;
-      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, reads_ != nullptr ? *reads_ : none); !s) {
+      // Room beside the member for what it reads from other members: what lies in the arena
+      // now, or what has no address yet (memory elsewhere, allocated by another graph).
+      Bytes unaddressed = 0;
+      const std::vector<AddressRange> reads = reads_ != nullptr ? *reads_ : existing_memory(graph, &unaddressed);
+      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, reads, unaddressed, reads_ != nullptr);
+          !s) {
         return {s.code(), "reserve: " + s.message() + restore_buffers(replaced)};
       }
       continue;
@@ -85,8 +89,7 @@ std::string GraphAllocator::restore_buffers(const std::vector<std::pair<std::siz
   // The new chunks go first, so that again no more than one buffer's worth is held.
   for (const auto& entry : replaced) buffers_[entry.first].clear();
   for (const auto& [a, sizes] : replaced) {
-    std::size_t id = 0;  // a buffer id of the allocator, for its type
-    while (static_cast<std::size_t>(allocator_of_[id]) != a) ++id;
+    const auto id = static_cast<std::size_t>(first_id_of(a));  // for the allocator's type
     for (Bytes size : sizes) {
       auto chunk = types_[id]->allocate(size);
       if (!chunk) {
@@ -191,12 +194,44 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
   return false;
 }
 
-std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph) {
+std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, Bytes* without_address) {
+  // Only what the graph reads (its leafs, nodes and their sources; a view through its root):
+  // a converted graph may also hold tensors it never reads, such as another graph's
+  // intermediates reached through a source pointer.
   std::vector<AddressRange> ranges;
-  for (const Tensor& tensor : graph.tensors) {
-    if (!tensor.has_memory || tensor.is_view() || tensor.data == nullptr) continue;
-    auto* begin = static_cast<std::byte*>(tensor.data);
+  std::vector<TensorId> unaddressed;
+  auto add = [&](TensorId id) {
+    if (!graph.contains(id)) return;
+    const Tensor& tensor = graph[id];
+    const Tensor* root = &tensor;
+    Bytes offset = 0;
+    if (tensor.is_view() && graph.contains(tensor.view_src)) {
+      root = &graph[tensor.view_src];
+      offset = tensor.view_offs;
+    }
+    if (!root->has_memory) return;
+    if (root->data == nullptr) {
+      unaddressed.push_back(tensor.is_view() ? tensor.view_src : id);
+      return;
+    }
+    std::byte* begin = static_cast<std::byte*>(root->data) + offset;
     ranges.push_back({begin, begin + tensor_nbytes(tensor)});
+  };
+  for (TensorId id : graph.leafs) add(id);
+  for (TensorId id : graph.nodes) {
+    add(id);
+    for (TensorId src : graph[id].src) add(src);
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const AddressRange& a, const AddressRange& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
+  ranges.erase(std::unique(ranges.begin(), ranges.end(),
+                           [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; }),
+               ranges.end());
+  if (without_address != nullptr) {
+    std::sort(unaddressed.begin(), unaddressed.end());
+    unaddressed.erase(std::unique(unaddressed.begin(), unaddressed.end()), unaddressed.end());
+    *without_address = 0;
+    for (TensorId id : unaddressed) *without_address += tensor_nbytes(graph[id]);
   }
   return ranges;
 }
@@ -222,10 +257,26 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
     if (SharedArena* arena = arena_of_[a].arena()) {
       auto placed = arena->place(arena_of_[a].id(), arena_needs_[a], reads);
       if (!placed) return {placed.status().code(), "alloc: " + placed.status().message()};
-      for (std::size_t c = 0; c < placed->size(); ++c) {
-        (*placed)[c].buffer->reset();
-        chunk_buffers_[first_chunk_[a] + c] = (*placed)[c].buffer;
-        chunk_bases_[first_chunk_[a] + c] = (*placed)[c].base;
+      for (std::size_t c = 0; c < placed->chunks.size(); ++c) {
+        placed->chunks[c].buffer->reset();
+        chunk_buffers_[first_chunk_[a] + c] = placed->chunks[c].buffer;
+        chunk_bases_[first_chunk_[a] + c] = placed->chunks[c].base;
+      }
+      // Another member's output that was moved out of the way: its tensors follow it.
+      if (placed->moves.empty()) continue;
+      for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
+        Tensor& tensor = graph.tensors[t];
+        auto* data = static_cast<std::byte*>(tensor.data);
+        if (!tensor.has_memory || data == nullptr) continue;
+        for (const SharedArena::Move& move : placed->moves) {
+          if (data < move.from.begin || data >= move.from.end) continue;
+          tensor.data = move.to + (data - move.from.begin);
+          if (sink != nullptr) {
+            const TensorAddress address{first_id_of(a), move.buffer, static_cast<std::byte*>(tensor.data)};
+            GALLOC_RETURN_IF_ERROR(sink->moved(static_cast<TensorId>(t), address));
+          }
+          break;
+        }
       }
       continue;
     }
@@ -311,6 +362,12 @@ std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const {
     result.push_back(chunk.get());
   }
   return result;
+}
+
+BufferId GraphAllocator::first_id_of(std::size_t allocator) const {
+  BufferId id = 0;
+  while (static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)]) != allocator) ++id;
+  return id;
 }
 
 Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who) {

@@ -1,8 +1,19 @@
 #include "galloc/shared_arena.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace galloc {
+
+namespace {
+
+// std::erase_if, which the drop-in's C++17 cannot use.
+template <typename Vector, typename Predicate>
+void erase_where(Vector& v, Predicate predicate) {
+  v.erase(std::remove_if(v.begin(), v.end(), predicate), v.end());
+}
+
+}  // namespace
 
 SharedArena::SharedArena(const BufferType& type, std::string name) : type_(type), name_(std::move(name)) {}
 
@@ -51,9 +62,10 @@ SharedArena::MemberId SharedArena::add_member(std::string who) {
 
 void SharedArena::remove_member(MemberId member) {
   std::lock_guard lock(mutex_);
-  std::erase_if(owned_, [member](const Owned& o) { return o.owner == member; });
-  std::erase_if(members_, [member](const auto& m) { return m.first == member; });
-  std::erase_if(last_placed_, [member](const auto& m) { return m.first == member; });
+  erase_where(owned_, [member](const Owned& o) { return o.owner == member; });
+  erase_where(members_, [member](const auto& m) { return m.first == member; });
+  erase_where(last_placed_, [member](const auto& m) { return m.first == member; });
+  erase_where(pending_moves_, [member](const auto& m) { return m.first == member; });
 }
 
 std::string SharedArena::describe(MemberId member) const {
@@ -64,9 +76,9 @@ std::string SharedArena::describe(MemberId member) const {
 }
 
 void SharedArena::forget_chunk(const Buffer* chunk) {
-  std::erase_if(owned_, [chunk](const Owned& o) { return o.chunk == chunk; });
+  erase_where(owned_, [chunk](const Owned& o) { return o.chunk == chunk; });
   for (auto& [id, regions] : last_placed_) {
-    std::erase_if(regions, [chunk](const Owned& o) { return o.chunk == chunk; });
+    erase_where(regions, [chunk](const Owned& o) { return o.chunk == chunk; });
   }
 }
 
@@ -115,21 +127,273 @@ Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
   return Status::ok();
 }
 
-Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads) {
-  std::lock_guard lock(mutex_);
-  for (std::size_t c = 0; c < needs.size(); ++c) {
-    if (c < chunks_.size() && chunks_[c]->size() >= needs[c]) continue;
-    bool keep_old = false;
-    for (const AddressRange& read : reads) {
-      const std::optional<Owned> piece = locate(read);
-      const Owned* owner = piece ? owner_of(*piece) : nullptr;
-      if (c < chunks_.size() && owner != nullptr && owner->owner != member && piece->chunk == chunks_[c].get()) {
-        keep_old = true;
+namespace {
+
+template <typename T>
+T* entry_of(std::vector<std::pair<SharedArena::MemberId, T>>& list, SharedArena::MemberId member) {
+  for (auto& [id, value] : list) {
+    if (id == member) return &value;
+  }
+  list.emplace_back(member, T{});
+  return &list.back().second;
+}
+
+}  // namespace
+
+AddressRange SharedArena::current(MemberId member, AddressRange read) const {
+  for (const auto& [id, moves] : pending_moves_) {
+    if (id != member) continue;
+    for (const Move& move : moves) {
+      if (read.begin >= move.from.begin && read.end <= move.from.end) {
+        return {move.to + (read.begin - move.from.begin), move.to + (read.end - move.from.begin)};
       }
     }
-    GALLOC_RETURN_IF_ERROR(grow_chunk(c, needs[c], keep_old));
+  }
+  return read;
+}
+
+void SharedArena::compose(std::vector<Move>& moves, const std::vector<Move>& later) {
+  // An earlier move whose bytes moved again now ends where they are; later moves of bytes that
+  // had not moved before follow (the graph's addresses were theirs).
+  std::vector<bool> used(later.size(), false);
+  for (Move& move : moves) {
+    for (std::size_t i = 0; i < later.size(); ++i) {
+      if (move.to >= later[i].from.begin && move.to < later[i].from.end) {
+        move.to = later[i].to + (move.to - later[i].from.begin);
+        move.buffer = later[i].buffer;
+        used[i] = true;
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < later.size(); ++i) {
+    if (!used[i]) moves.push_back(later[i]);
+  }
+}
+
+Result<std::vector<SharedArena::Owned>> SharedArena::kept_reads(MemberId member,
+                                                                const std::vector<AddressRange>& reads) const {
+  std::vector<Owned> kept;
+  for (const AddressRange& graph_read : reads) {
+    if (graph_read.begin == graph_read.end) continue;
+    const AddressRange read = current(member, graph_read);
+    const std::optional<Owned> piece = locate(read);
+    if (!piece) continue;  // not arena memory: weights, a KV cache
+    const Owned* owner = owner_of(*piece);
+    if (owner == nullptr) {
+      return failed_precondition(
+          "shared arena '" + name_ + "': " + describe(member) + " reads " + std::to_string(piece->end - piece->begin) +
+          " bytes at offset " + std::to_string(piece->begin) +
+          " of the arena that no single member holds any more: another member's alloc has taken them over since "
+          "they were written, or their member was freed. Members of one arena must run one after another, and a "
+          "graph's output stays valid only until the alloc of the member that reads it");
+    }
+    // The member's own earlier tensors are not kept: a buffer of its own would not keep them.
+    if (owner->owner == member) continue;
+    kept.push_back({piece->chunk, piece->begin, piece->end, owner->owner});
+  }
+  std::sort(kept.begin(), kept.end(), [](const Owned& a, const Owned& b) {
+    return a.chunk != b.chunk ? std::less<const Buffer*>()(a.chunk, b.chunk) : a.begin < b.begin;
+  });
+  std::vector<Owned> merged;
+  for (const Owned& k : kept) {
+    if (!merged.empty() && merged.back().chunk == k.chunk && k.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, k.end);
+      continue;
+    }
+    merged.push_back(k);
+  }
+  return merged;
+}
+
+bool SharedArena::move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves) {
+  Buffer& buffer = *chunks_[chunk];
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  std::vector<std::vector<std::byte>> bytes(keep.size());
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    bytes[i].resize(keep[i].end - keep[i].begin);
+    if (!buffer.read(keep[i].begin, bytes[i].size(), bytes[i].data())) return false;
+  }
+  Bytes to = buffer.size() / alignment * alignment;
+  std::vector<Move> done;
+  for (std::size_t i = keep.size(); i-- > 0;) {
+    to -= align_up(bytes[i].size(), alignment);
+    buffer.write(to, bytes[i].size(), bytes[i].data());
+    // The bytes are still their writer's, at their new place.
+    take_over({&buffer, to, to + bytes[i].size(), keep[i].owner});
+    done.push_back({{buffer.base() + keep[i].begin, buffer.base() + keep[i].end}, buffer.base() + to, &buffer});
+  }
+  compose(moves, done);
+  return true;
+}
+
+Result<bool> SharedArena::regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep,
+                                         std::vector<Move>& moves) {
+  Buffer& old = *chunks_[chunk];
+  std::vector<std::vector<std::byte>> bytes(keep.size());
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    bytes[i].resize(keep[i].end - keep[i].begin);
+    if (!old.read(keep[i].begin, bytes[i].size(), bytes[i].data())) return false;
+  }
+  std::byte* old_base = old.base();
+  const Bytes old_size = old.size();
+  // Free, then allocate: the bytes being kept wait in host memory meanwhile.
+  if (Status grown = grow_chunk(chunk, size, /*keep_old=*/false); !grown) {
+    // grow_chunk allocated the old size again if it could: put the kept bytes back there.
+    if (chunk < chunks_.size() && chunks_[chunk]->size() == old_size) {
+      Buffer& again = *chunks_[chunk];
+      std::vector<Move> back;
+      for (std::size_t i = 0; i < keep.size(); ++i) {
+        again.write(keep[i].begin, bytes[i].size(), bytes[i].data());
+        take_over({&again, keep[i].begin, keep[i].end, keep[i].owner});
+        back.push_back({{old_base + keep[i].begin, old_base + keep[i].end}, again.base() + keep[i].begin, &again});
+      }
+      compose(moves, back);
+      return Status{grown.code(), grown.message() + " (the tensors being read are in it)"};
+    }
+    return grown;
+  }
+  Buffer& fresh = *chunks_[chunk];
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  Bytes to = fresh.size() / alignment * alignment;
+  std::vector<Move> done;
+  for (std::size_t i = keep.size(); i-- > 0;) {
+    to -= align_up(bytes[i].size(), alignment);
+    fresh.write(to, bytes[i].size(), bytes[i].data());
+    take_over({&fresh, to, to + bytes[i].size(), keep[i].owner});
+    done.push_back({{old_base + keep[i].begin, old_base + keep[i].end}, fresh.base() + to, &fresh});
+  }
+  compose(moves, done);
+  return true;
+}
+
+Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
+                            Bytes carried, bool keep_reads) {
+  std::lock_guard lock(mutex_);
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  auto kept = kept_reads(member, reads);
+  if (!kept) {
+    if (keep_reads) return kept.status();
+    kept = std::vector<Owned>{};  // sizing only: a stale read is the alloc's to report
+  }
+  carried = align_up(carried, alignment);
+  for (const Owned& k : *kept) carried += align_up(k.end - k.begin, alignment);
+  std::vector<Move>& pending = *entry_of(pending_moves_, member);
+  for (std::size_t c = 0; c < needs.size(); ++c) {
+    const Bytes want = std::max(needs[c], std::min(needs[c] + carried, type_.max_size()));
+    if (c < chunks_.size() && chunks_[c]->size() >= want) continue;
+    std::vector<Owned> in_chunk;
+    if (keep_reads && c < chunks_.size()) {
+      for (const Owned& k : *kept) {
+        if (k.chunk == chunks_[c].get()) in_chunk.push_back(k);
+      }
+    }
+    if (!in_chunk.empty()) {
+      auto regrown = regrow_keeping(c, want, in_chunk, pending);
+      if (!regrown) return regrown.status();
+      if (*regrown) continue;
+    }
+    GALLOC_RETURN_IF_ERROR(grow_chunk(c, want, /*keep_old=*/!in_chunk.empty()));
   }
   return Status::ok();
+}
+
+Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
+                                                  const std::vector<AddressRange>& reads) {
+  std::lock_guard lock(mutex_);
+  // What the member reads from the arena must still be its writer's; it is kept.
+  auto kept = kept_reads(member, reads);
+  if (!kept) return kept.status();
+  Placement placement;
+  placement.moves = std::move(*entry_of(pending_moves_, member));
+  entry_of(pending_moves_, member)->clear();
+  // Retired chunks are freed once nothing kept lies in them.
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    const Buffer* chunk = it->get();
+    if (std::any_of(kept->begin(), kept->end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
+      ++it;
+      continue;
+    }
+    forget_chunk(chunk);
+    it = retired_.erase(it);
+  }
+
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  std::vector<Owned> regions;
+  for (std::size_t c = 0; c < needs.size(); ++c) {
+    const Bytes need = needs[c];
+    if (c >= chunks_.size()) GALLOC_RETURN_IF_ERROR(grow_chunk(c, need, false));
+    std::vector<Owned> in_chunk;
+    for (const Owned& k : *kept) {
+      if (k.chunk == chunks_[c].get()) in_chunk.push_back(k);
+    }
+    Bytes kept_bytes = 0;
+    for (const Owned& k : in_chunk) kept_bytes += align_up(k.end - k.begin, alignment);
+    // A member that reads nothing here goes flush with the chunk's end, so that its outputs
+    // lie high and the next member, which may read them, finds room below. A member that
+    // reads takes the lowest offset that clears what it reads: 0, just past a kept range, or
+    // flush with the end.
+    const Bytes size = chunks_[c]->size();
+    const bool fits = size >= need;
+    const Bytes top = fits ? (size - need) / alignment * alignment : 0;
+    auto clear = [&](Bytes shift) {
+      if (shift + need > size) return false;
+      return std::none_of(in_chunk.begin(), in_chunk.end(),
+                          [&](const Owned& k) { return k.begin < shift + need && shift < k.end; });
+    };
+    std::optional<Bytes> shift;
+    if (in_chunk.empty()) {
+      if (fits) shift = top;
+    } else {
+      std::vector<Bytes> candidates{0};
+      for (const Owned& k : in_chunk) candidates.push_back(align_up(k.end, alignment));
+      if (fits) candidates.push_back(top);
+      std::sort(candidates.begin(), candidates.end());
+      for (Bytes candidate : candidates) {
+        if (clear(candidate)) {
+          shift = candidate;
+          break;
+        }
+      }
+    }
+    // No room where they lie: move what is read to the chunk's end, the member at the start.
+    if (!shift && !in_chunk.empty() && need + kept_bytes <= size && move_to_end(c, in_chunk, placement.moves)) {
+      shift = 0;
+    }
+    if (!shift) {
+      // No room at all: a larger chunk, what is read carried over to its end (or, where the
+      // memory cannot be read from here, left in the old chunk, retired until nothing reads it).
+      const Bytes want = std::max({size, need + kept_bytes, need});
+      bool carried_over = false;
+      if (!in_chunk.empty() && want <= type_.max_size()) {
+        auto regrown = regrow_keeping(c, want, in_chunk, placement.moves);
+        if (!regrown) return regrown.status();
+        carried_over = *regrown;
+      }
+      if (!carried_over) {
+        GALLOC_RETURN_IF_ERROR(grow_chunk(c, std::max(need, std::min(want, type_.max_size())),
+                                          /*keep_old=*/!in_chunk.empty()));
+      }
+      shift = 0;
+    }
+    Buffer* target = chunks_[c].get();
+    const Owned region{target, *shift, *shift + need, member};
+    if (checked_) {
+      for (const Owned& o : owned_) {
+        if (o.chunk != target || o.owner == member) continue;
+        const Bytes begin = std::max(o.begin, region.begin);
+        const Bytes end = std::min(o.end, region.end);
+        if (begin < end) target->fill(begin, end - begin, std::byte{0xFF});
+      }
+    }
+    if (need > 0) {
+      take_over(region);
+      regions.push_back(region);
+    }
+    placement.chunks.push_back({target, target->base() + *shift});
+  }
+  *entry_of(last_placed_, member) = std::move(regions);
+  return placement;
 }
 
 std::optional<SharedArena::Owned> SharedArena::locate(AddressRange range) const {
@@ -166,121 +430,6 @@ void SharedArena::take_over(const Owned& region) {
   }
   rest.push_back(region);
   owned_ = std::move(rest);
-}
-
-Result<std::vector<SharedArena::Placed>> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
-                                                            const std::vector<AddressRange>& reads) {
-  std::lock_guard lock(mutex_);
-  // What the member reads from the arena must still be its writer's; another member's output
-  // is kept, the member's own earlier tensors are not (a private buffer would not keep them).
-  std::vector<Owned> kept;
-  for (const AddressRange& read : reads) {
-    if (read.begin == read.end) continue;
-    const std::optional<Owned> piece = locate(read);
-    if (!piece) continue;  // not arena memory: weights, a KV cache
-    const Owned* owner = owner_of(*piece);
-    if (owner == nullptr) {
-      return failed_precondition(
-          "shared arena '" + name_ + "': " + describe(member) + " reads " + std::to_string(piece->end - piece->begin) +
-          " bytes at offset " + std::to_string(piece->begin) +
-          " of the arena that no single member holds any more: another member's alloc has taken them over since "
-          "they were written, or their member was freed. Members of one arena must run one after another, and a "
-          "graph's output stays valid only until the alloc of the member that reads it");
-    }
-    if (owner->owner == member) continue;
-    kept.push_back({piece->chunk, piece->begin, piece->end, owner->owner});
-  }
-  // Retired chunks are freed once nothing kept lies in them.
-  for (auto it = retired_.begin(); it != retired_.end();) {
-    const Buffer* chunk = it->get();
-    if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
-      ++it;
-      continue;
-    }
-    forget_chunk(chunk);
-    it = retired_.erase(it);
-  }
-
-  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
-  std::vector<Placed> placed;
-  std::vector<Owned> regions;
-  for (std::size_t c = 0; c < needs.size(); ++c) {
-    const Bytes need = needs[c];
-    if (c >= chunks_.size()) GALLOC_RETURN_IF_ERROR(grow_chunk(c, need, false));
-    const Buffer* chunk = chunks_[c].get();
-    std::vector<const Owned*> in_chunk;
-    for (const Owned& k : kept) {
-      if (k.chunk == chunk) in_chunk.push_back(&k);
-    }
-    // A member that reads nothing here goes flush with the chunk's end, so that its outputs
-    // lie high and the next member, which may read them, finds room below. A member that
-    // reads takes the lowest offset that clears what it reads: 0, just past a kept range, or
-    // flush with the end.
-    const bool fits = chunk->size() >= need;
-    const Bytes top = fits ? (chunk->size() - need) / alignment * alignment : 0;
-    auto clear = [&](Bytes shift) {
-      if (shift + need > chunk->size()) return false;
-      return std::none_of(in_chunk.begin(), in_chunk.end(),
-                          [&](const Owned* k) { return k->begin < shift + need && shift < k->end; });
-    };
-    std::optional<Bytes> shift;
-    if (in_chunk.empty()) {
-      if (fits) shift = top;
-    } else {
-      std::vector<Bytes> candidates{0};
-      for (const Owned* k : in_chunk) candidates.push_back(align_up(k->end, alignment));
-      if (fits) candidates.push_back(top);
-      std::sort(candidates.begin(), candidates.end());
-      for (Bytes candidate : candidates) {
-        if (clear(candidate)) {
-          shift = candidate;
-          break;
-        }
-      }
-    }
-    if (!shift) {
-      // No room: a chunk large enough for next time. If what is read lies at the top (its
-      // writer read nothing, so it went flush with the end), that is the member plus what it
-      // reads. Failing that, the smaller of: the member below what is read once its writer
-      // moves up by the growth, and the member past it where it lies now. Never past the
-      // type's max size. What is kept stays in the old chunk, retired until an alloc reads
-      // nothing from it; this time the member goes at the start of the new chunk.
-      const Bytes size = chunk->size();
-      Bytes kept_bytes = 0, kept_begin = size, kept_end = 0;
-      for (const Owned* k : in_chunk) {
-        kept_bytes += align_up(k->end - k->begin, alignment);
-        kept_begin = std::min(kept_begin, k->begin);
-        kept_end = std::max(kept_end, align_up(k->end, alignment));
-      }
-      Bytes want = need + kept_bytes;
-      if (want <= size) want = std::min(size + need - std::min(kept_begin, need), kept_end + need);
-      want = std::max(need, std::min(std::max(want, size), type_.max_size()));
-      GALLOC_RETURN_IF_ERROR(grow_chunk(c, want, /*keep_old=*/!in_chunk.empty()));
-      shift = 0;
-    }
-    Buffer* target = chunks_[c].get();
-    const Owned region{target, *shift, *shift + need, member};
-    if (checked_) {
-      for (const Owned& o : owned_) {
-        if (o.chunk != target || o.owner == member) continue;
-        const Bytes begin = std::max(o.begin, region.begin);
-        const Bytes end = std::min(o.end, region.end);
-        if (begin < end) target->fill(begin, end - begin, std::byte{0xFF});
-      }
-    }
-    if (need > 0) {
-      take_over(region);
-      regions.push_back(region);
-    }
-    placed.push_back({target, target->base() + *shift});
-  }
-  auto entry = std::find_if(last_placed_.begin(), last_placed_.end(), [member](const auto& m) { return m.first == member; });
-  if (entry == last_placed_.end()) {
-    last_placed_.emplace_back(member, std::move(regions));
-  } else {
-    entry->second = std::move(regions);
-  }
-  return placed;
 }
 
 bool SharedArena::holds(MemberId member) const {

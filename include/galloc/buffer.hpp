@@ -32,6 +32,17 @@ class Buffer {
     (void)offset, (void)size, (void)value;
     return false;
   }
+  // Copy `size` bytes at `offset` out of / into the buffer, where its memory can be read and
+  // written from here; return false (and do nothing) where it cannot. SharedArena keeps a
+  // tensor another member reads through a move or a regrowth with them.
+  virtual bool read(Offset offset, Bytes size, void* out) {
+    (void)offset, (void)size, (void)out;
+    return false;
+  }
+  virtual bool write(Offset offset, Bytes size, const void* in) {
+    (void)offset, (void)size, (void)in;
+    return false;
+  }
 };
 
 class BufferType {

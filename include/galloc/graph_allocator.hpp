@@ -48,6 +48,13 @@ class AllocSink {
   // (leafs, then each node's sources and the node). `address` is null for a tensor that is a
   // view or has memory: it takes its address from elsewhere.
   virtual Status place(TensorId id, const TensorAddress* address) = 0;
+  // Called, before any place, for each tensor whose memory exists and that a SharedArena moved
+  // (another member's output this graph reads, out of its way or into a grown chunk):
+  // Tensor::data is address.data now, in address.chunk, and so must the adapter's tensor be.
+  virtual Status moved(TensorId id, const TensorAddress& address) {
+    (void)id, (void)address;
+    return Status::ok();
+  }
 };
 
 struct GraphAllocatorOptions {
@@ -191,8 +198,10 @@ class GraphAllocator {
     std::shared_ptr<SharedArena> arena_;
     SharedArena::MemberId id_ = 0;
   };
-  // The ranges of the graph's memory-that-exists tensors (those an arena may hold).
-  [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph);
+  [[nodiscard]] BufferId first_id_of(std::size_t allocator) const;
+  // The ranges of the memory that exists that the graph reads (those an arena may hold), and
+  // the bytes it reads from memory that exists but has no address yet.
+  [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph, Bytes* without_address = nullptr);
   std::vector<Membership> arena_of_;          // per allocator; empty membership: its own buffers
   std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
   const std::vector<AddressRange>* reads_ = nullptr;  // set by alloc while it reserves again

@@ -15,8 +15,15 @@
 // The contract:
 //   - Members of one arena never compute at the same time. A member's tensors are valid from
 //     its alloc until another member's alloc, except the tensors the next member reads (memory
-//     that exists, lying in the arena): those stay valid until that member has run. An alloc
-//     places its tensors around them, growing the arena when they leave no room.
+//     that exists, lying in the arena, such as whisper's conv output read by the encoder):
+//     those stay valid until that member has run.
+//   - Where the reader goes: a member that reads nothing from the arena goes flush with the
+//     chunk's end, so that its outputs lie high; a reader takes the lowest offset clear of what
+//     it reads. When nothing is clear, what it reads is moved to the chunk's end (host memory:
+//     Buffer::read and write) and the reader goes at the start; the moved tensors' data is
+//     updated in the reader's graph and, through AllocSink::moved, in an adapter's tensors. A
+//     reserve sizes the arena for that: the member's need plus the bytes it reads that have no
+//     address yet or lie in the arena.
 //   - Every alloc checks what it reads from the arena: a tensor lying in memory that a later
 //     member's alloc has partly taken over, or that spans two members' memory, fails the alloc
 //     with a status instead of computing on stale bytes. A tensor that a later member's memory
@@ -29,11 +36,13 @@
 //   - Arenas are independent: members of different arenas may run at the same time on different
 //     threads. One arena's bookkeeping is guarded by a mutex, so members may join and leave from
 //     any thread.
-//   - Growing frees the old chunk before allocating the larger one, unless the old chunk holds
-//     tensors the allocating member reads: then it is kept (retired) until an alloc that reads
-//     nothing from it, since freeing it would lose them. So a reserve called directly between
-//     one member's alloc and the alloc of the member reading its output may end that output;
-//     reserve before the sequence starts (whisper.cpp and llama.cpp do), or let alloc reserve.
+//   - Growing frees the old chunk before allocating the larger one (never both at once, as
+//     ggml). When it holds tensors the growing member reads, those bytes are copied out first
+//     and written back at the new chunk's end; only where memory cannot be read from here is
+//     the old chunk kept (retired) until an alloc that reads nothing from it. A reserve called
+//     directly (not by alloc) keeps nothing: between one member's alloc and the alloc of the
+//     member reading its output it may end that output, so reserve before the sequence starts
+//     (whisper.cpp and llama.cpp do), or let alloc reserve.
 #pragma once
 
 #include <cstddef>
@@ -83,19 +92,31 @@ class SharedArena {
   MemberId add_member(std::string who);
   // Forgets a member: the memory it last held is no longer anyone's (reading it later fails).
   void remove_member(MemberId member);
-  // Makes chunk i at least needs[i] bytes. Nothing is placed. A grown chunk's contents are
-  // gone, and so is what members held there, unless one of `reads` (as for place) lies in it:
-  // then the old chunk is retired instead of freed.
-  Status reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads = {});
-  // Places `member`'s chunks of needs[i] bytes: returns, per chunk, the Buffer and the address
-  // of the member's offset 0 in it. `reads` are the memory-that-exists ranges of the member's
-  // graph; those in the arena must be another member's valid memory, and they are kept.
+  // Where bytes the graph knows at `from` are now: in `buffer`, at `to`.
+  struct Move {
+    AddressRange from;
+    std::byte* to = nullptr;
+    Buffer* buffer = nullptr;
+  };
+  // Makes chunk i at least needs[i] bytes, plus room for what the member reads: `carried`
+  // bytes that have no address yet, and those of `reads` (as for place) that lie in the arena.
+  // Nothing is placed. A grown chunk's contents are gone, and so is what members held there,
+  // except, with `keep_reads` (an alloc about to read them), the ranges of `reads`: they are
+  // moved into the new chunk (reported by the member's next place) or their chunk is retired.
+  Status reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads = {},
+                 Bytes carried = 0, bool keep_reads = false);
+  // Places `member`'s chunks of needs[i] bytes. `reads` are the memory-that-exists ranges of the
+  // member's graph; those in the arena must be another member's valid memory, and they are
+  // kept, where they lie or moved.
   struct Placed {
     Buffer* buffer = nullptr;
-    std::byte* base = nullptr;
+    std::byte* base = nullptr;  // the member's offset 0
   };
-  Result<std::vector<Placed>> place(MemberId member, const std::vector<Bytes>& needs,
-                                    const std::vector<AddressRange>& reads);
+  struct Placement {
+    std::vector<Placed> chunks;  // per chunk
+    std::vector<Move> moves;     // what the member reads that is elsewhere now (first match)
+  };
+  Result<Placement> place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads);
   // True if `member`'s memory from its last place is still all its own.
   [[nodiscard]] bool holds(MemberId member) const;
 
@@ -110,6 +131,19 @@ class SharedArena {
   };
   // The rest requires mutex_.
   Status grow_chunk(std::size_t chunk, Bytes size, bool keep_old);
+  // Grows chunk `chunk` to `size`, carrying the pieces of `keep` (in it, ascending, disjoint)
+  // over to the new chunk's end: appends their moves. False, with nothing changed, when the
+  // old chunk cannot be read from here.
+  Result<bool> regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep, std::vector<Move>& moves);
+  // Copies the pieces of `keep` (in chunk `chunk`, ascending) to the chunk's end, packed: appends
+  // their moves. False, with nothing changed, when the chunk cannot be read from here.
+  bool move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves);
+  // Another member's memory that `member` reads, by chunk and offsets, in ascending order with
+  // overlaps merged; an error for a read of memory no single member holds.
+  Result<std::vector<Owned>> kept_reads(MemberId member, const std::vector<AddressRange>& reads) const;
+  // Where a read of the graph's addresses lies now, after the member's pending moves.
+  [[nodiscard]] AddressRange current(MemberId member, AddressRange read) const;
+  static void compose(std::vector<Move>& moves, const std::vector<Move>& later);
   void take_over(const Owned& region);
   void forget_chunk(const Buffer* chunk);
   // The chunk (current or retired) that holds `range` whole, with the range as offsets in it.
@@ -126,6 +160,7 @@ class SharedArena {
   std::vector<Owned> owned_;                      // who holds which memory, disjoint ranges
   std::vector<std::pair<MemberId, std::string>> members_;
   std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;  // per member
+  std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;  // a reserve's, for the next place
   MemberId next_member_ = 1;
   std::uint64_t growths_ = 0;
   bool checked_ = false;

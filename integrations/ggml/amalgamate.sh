@@ -55,6 +55,7 @@ DROPIN=(
     integrations/ggml/api_generations.hpp
     integrations/ggml/cgraph_conversion.hpp
     integrations/ggml/dropin_env.hpp
+    integrations/ggml/galloc-ggml.h
     integrations/ggml/ggml-alloc.cpp
     integrations/ggml/ggml-alloc-2023.hpp
 )

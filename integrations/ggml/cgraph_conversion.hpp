@@ -261,6 +261,23 @@ void fill_details(Converted& out) {
   }
 }
 
+// What a shared arena reads at alloc (GraphAllocator::existing_memory), which alloc_graph's
+// conversion otherwise skips: shape, view offset and data of the tensors with memory and of
+// the views (another graph's output is read through them).
+void fill_memory_details(Converted& out) {
+  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+    galloc::Tensor& g = out.graph.tensors[i];
+    if (!g.has_memory && !g.is_view()) continue;
+    const ggml_tensor* t = out.ggml[i];
+    for (int d = 0; d < galloc::kMaxDims; ++d) {
+      g.ne[static_cast<std::size_t>(d)] = t->ne[d];
+      g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
+    }
+    g.view_offs = static_cast<Bytes>(t->view_offs);
+    g.data = t->data;
+  }
+}
+
 galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) {
   out.graph.tensors.resize(out.ggml.size());
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {

@@ -1,5 +1,6 @@
-// The drop-in's environment: GALLOC_STRATEGY (the placement strategy, by name) and GALLOC_DUMP
-// (a folder for graph files), read and written the same way by every ggml API generation.
+// The drop-in's environment: GALLOC_STRATEGY (the placement strategy, by name), GALLOC_SHARE and
+// GALLOC_SHARE_CHECK (shared compute buffers) and GALLOC_DUMP (a folder for graph files), read
+// and written the same way by every ggml API generation.
 #pragma once
 
 #include <cstdlib>
@@ -27,6 +28,21 @@ galloc::Result<galloc::Strategy> strategy_from_env() {
   auto strategy = galloc::strategy_from_name(name);
   if (!strategy) return galloc::invalid_argument("GALLOC_STRATEGY: " + strategy.status().message() + "; using best");
   return strategy;
+}
+
+// GALLOC_SHARE: "1" puts every allocator of the process on one shared arena per buffer type;
+// unset, empty or "0" does not; anything else is an error (the caller logs it and does not share).
+galloc::Result<bool> share_from_env() {
+  const char* value = std::getenv("GALLOC_SHARE");
+  if (value == nullptr || *value == '\0' || std::string(value) == "0") return false;
+  if (std::string(value) == "1") return true;
+  return galloc::invalid_argument(std::string("GALLOC_SHARE is '") + value + "'; use 1 (share) or 0; not sharing");
+}
+
+// GALLOC_SHARE_CHECK=1: shared arenas poison what each alloc takes over (SharedArena's checked mode).
+bool share_check_from_env() {
+  const char* value = std::getenv("GALLOC_SHARE_CHECK");
+  return value != nullptr && std::string(value) == "1";
 }
 
 std::string dump_dir_from_env() {

@@ -6,6 +6,9 @@
 //   GALLOC_STRATEGY=NAME                     placement strategy by name, as `galloc strategies`
 //                                            lists them (default best; ggml reproduces
 //                                            upstream's addresses and buffer sizes exactly)
+//   GALLOC_SHARE=1                           every ggml_gallocr of the process shares one
+//                                            compute buffer per buffer type (galloc-ggml.h)
+//   GALLOC_SHARE_CHECK=1                     shared buffers poison what each alloc takes over
 //   GALLOC_DUMP=DIR                          write every reserved graph to DIR as galloc JSON
 //
 // The ggml API generations it serves (from whisper.rn 0.4.0-rc.10's late-2024 ggml to current
@@ -23,9 +26,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -39,14 +46,15 @@
 #include "galloc/graph_allocator.hpp"
 #include "galloc/linear_allocator.hpp"
 #include "galloc/placement.hpp"
+#include "galloc/shared_arena.hpp"
 #include "galloc/status.hpp"
 
 #include "api_generations.hpp"
 #include "cgraph_conversion.hpp"
 #include "dropin_env.hpp"
+#include "galloc-ggml.h"
 
 #ifdef GALLOC_DROPIN_JSON  // GALLOC_DUMP's graph files (dropin_env.hpp)
-#include <cstdio>
 #include "galloc/graph_json.hpp"
 #endif
 
@@ -104,6 +112,22 @@ class GgmlBuffer final : public galloc::Buffer {
 
   std::byte* base() override { return static_cast<std::byte*>(ggml_backend_buffer_get_base(buffer_)); }
   void reset() override { ggml_backend_buffer_reset(buffer_); }
+  // Host memory only: a device buffer's bytes are not written from here.
+  bool fill(galloc::Offset offset, Bytes size, std::byte value) override {
+    if (!ggml_backend_buffer_is_host(buffer_) || offset > this->size() || size > this->size() - offset) return false;
+    std::memset(base() + offset, std::to_integer<int>(value), static_cast<std::size_t>(size));
+    return true;
+  }
+  bool read(galloc::Offset offset, Bytes size, void* out) override {
+    if (!ggml_backend_buffer_is_host(buffer_) || offset > this->size() || size > this->size() - offset) return false;
+    std::memcpy(out, base() + offset, static_cast<std::size_t>(size));
+    return true;
+  }
+  bool write(galloc::Offset offset, Bytes size, const void* in) override {
+    if (!ggml_backend_buffer_is_host(buffer_) || offset > this->size() || size > this->size() - offset) return false;
+    std::memcpy(base() + offset, in, static_cast<std::size_t>(size));
+    return true;
+  }
   [[nodiscard]] Bytes size() const override { return ggml_backend_buffer_get_size(buffer_); }
   [[nodiscard]] const galloc::BufferType& type() const override { return type_; }
 
@@ -181,6 +205,63 @@ galloc::GraphAllocatorOptions options_from_env() {
   return options;
 }
 
+// ------------------------------------------------------------------ shared arenas
+
+// One per share name and ggml buffer type. Its own GgmlBufferType allocates the arena's buffers
+// and outlives the arena; members hold the whole through the arena's shared_ptr.
+struct DropinArena {
+  DropinArena(ggml_backend_buffer_type_t buft, const std::string& name)
+      : type(buft, nullptr, /*compute_usage=*/true), arena(type, name + "/" + type.name()) {}
+  GgmlBufferType type;
+  galloc::SharedArena arena;
+  std::uint64_t logged_growths = 0;  // guarded by the registry's mutex
+};
+
+// The process's arenas, by name and buffer type; an arena goes with its last member.
+struct ArenaRegistry {
+  std::mutex mutex;
+  std::map<std::pair<std::string, ggml_backend_buffer_type_t>, std::weak_ptr<DropinArena>> arenas;
+};
+
+ArenaRegistry& arena_registry() {
+  static ArenaRegistry registry;
+  return registry;
+}
+
+std::shared_ptr<DropinArena> arena_for(const std::string& name, ggml_backend_buffer_type_t buft) {
+  ArenaRegistry& registry = arena_registry();
+  std::lock_guard lock(registry.mutex);
+  std::weak_ptr<DropinArena>& slot = registry.arenas[{name, buft}];
+  if (auto existing = slot.lock()) return existing;
+  auto arena = std::make_shared<DropinArena>(buft, name);
+  arena->arena.set_checked(share_check_from_env());
+  slot = arena;
+  return arena;
+}
+
+// The share group open on this thread (galloc_ggml_share_begin), if any.
+struct ShareScope {
+  std::string name;
+  bool open = false;
+  ~ShareScope() {
+    if (open) GGML_LOG_ERROR("galloc_ggml_share_begin: share group '%s' was never closed on this thread\n", name.c_str());
+  }
+};
+thread_local ShareScope share_scope;
+
+// The arena name a new allocator joins: the thread's share group, else "process" with
+// GALLOC_SHARE=1, else none.
+std::string share_name() {
+  if (share_scope.open) return share_scope.name;
+  auto share = share_from_env();
+  if (!share) {
+    static std::atomic<bool> reported{false};
+    if (!reported.exchange(true)) GGML_LOG_ERROR("ggml_gallocr_new_n: %s\n", share.status().message().c_str());
+    return "";
+  }
+  return *share ? "process" : "";
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ ggml_gallocr
@@ -189,6 +270,7 @@ struct ggml_gallocr {
   std::vector<ggml_backend_buffer_type_t> bufts;       // per buffer id
   std::vector<std::unique_ptr<GgmlBufferType>> types;  // per distinct buffer type
   Converted current;                                   // the graph being planned or allocated
+  std::vector<std::shared_ptr<DropinArena>> arenas;    // the shared arenas it joined (before allocator)
   std::unique_ptr<galloc::GraphAllocator> allocator;
   std::string dump_dir;
   int dumps = 0;
@@ -237,6 +319,20 @@ void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const
 #endif
 }
 
+// Once each time a shared arena grows: its size, so that an app's log shows what sharing holds.
+void log_arena_growth(ggml_gallocr* galloc, const char* function) {
+  if (galloc->arenas.empty()) return;
+  std::lock_guard lock(arena_registry().mutex);
+  for (const auto& shared : galloc->arenas) {
+    const std::uint64_t growths = shared->arena.growth_count();
+    if (growths == shared->logged_growths) continue;
+    shared->logged_growths = growths;
+    GGML_LOG_INFO("%s: galloc: shared compute buffer '%s' is now %.2f MiB (%zu allocators share it)\n", function,
+                  shared->arena.name().c_str(), static_cast<double>(shared->arena.size()) / (1024.0 * 1024.0),
+                  shared->arena.member_count());
+  }
+}
+
 bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buffer_ids, const int* leaf_buffer_ids,
                   const char* function) {
   if (galloc == nullptr) {
@@ -249,6 +345,7 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
   }
   const galloc::BufferAssignment assignment = assignment_of(graph, node_buffer_ids, leaf_buffer_ids);
   galloc::Status s = galloc->allocator->reserve(galloc->current.graph, assignment);
+  log_arena_growth(galloc, function);
   if (!s) {
     log_error(function, s);
     return false;
@@ -267,6 +364,15 @@ class InitTensors final : public galloc::AllocSink {
     (void)graph;  // it is galloc_->current.graph, which fill_details completes
     fill_details(galloc_->current);
     reserved_ = true;
+    return galloc::Status::ok();
+  }
+
+  // A shared arena moved another allocator's output that this graph reads (whisper's conv
+  // output, read by the encoder): the tensor follows its bytes, into their buffer.
+  galloc::Status moved(TensorId id, const galloc::TensorAddress& address) override {
+    ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
+    tensor->data = address.data;
+    if (tensor->view_src == nullptr) tensor->buffer = handle_of(address.chunk);
     return galloc::Status::ok();
   }
 
@@ -317,6 +423,20 @@ ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t* bufts, int n_bufs)
     }
     galloc->allocator = std::make_unique<galloc::GraphAllocator>(std::move(per_id), options_from_env());
     galloc->dump_dir = dump_dir_from_env();
+    if (const std::string share = share_name(); !share.empty()) {
+      char who[64];
+      std::snprintf(who, sizeof who, "ggml_gallocr %p", static_cast<void*>(galloc.get()));
+      for (const auto& type : galloc->types) {
+        const auto id = static_cast<BufferId>(std::find(galloc->bufts.begin(), galloc->bufts.end(), type->buft()) -
+                                              galloc->bufts.begin());
+        auto shared = arena_for(share, type->buft());
+        if (galloc::Status s = galloc->allocator->join(id, {shared, &shared->arena}, who); !s) {
+          log_error(__func__, s);  // it keeps buffers of its own
+          continue;
+        }
+        galloc->arenas.push_back(std::move(shared));
+      }
+    }
     return galloc.release();
   } catch (...) {
     log_exception(__func__);
@@ -376,6 +496,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
+    if (!galloc->arenas.empty()) fill_memory_details(galloc->current);
     // The graph as converted lacks what only planning reads; InitTensors fills it in when
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
@@ -390,6 +511,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
+    log_arena_growth(galloc, __func__);
     if (init_tensors.reserved()) dump_graph(galloc, {}, __func__);
     return true;
   } catch (...) {
@@ -405,6 +527,38 @@ size_t ggml_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id) {
   }
   auto size = galloc->allocator->buffer_size(buffer_id);
   return size ? static_cast<size_t>(*size) : 0;
+}
+
+// ------------------------------------------------------------------ share groups (galloc-ggml.h)
+
+bool galloc_ggml_share_begin(const char* name) {
+  if (name == nullptr || *name == '\0') {
+    GGML_LOG_ERROR("%s: the share group needs a name\n", __func__);
+    return false;
+  }
+  if (share_scope.open) {
+    GGML_LOG_ERROR("%s: share group '%s' is already open on this thread; close it (galloc_ggml_share_end) before "
+                   "opening '%s'\n",
+                   __func__, share_scope.name.c_str(), name);
+    return false;
+  }
+  try {
+    share_scope.name = name;
+  } catch (...) {
+    log_exception(__func__);
+    return false;
+  }
+  share_scope.open = true;
+  return true;
+}
+
+bool galloc_ggml_share_end(void) {
+  if (!share_scope.open) {
+    GGML_LOG_ERROR("%s: no share group is open on this thread\n", __func__);
+    return false;
+  }
+  share_scope.open = false;
+  return true;
 }
 
 // ------------------------------------------------------------------ ggml_tallocr

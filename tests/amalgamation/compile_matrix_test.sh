@@ -31,12 +31,13 @@ compile() {
     fi
     passed=$((passed + 1))
     # LTO objects carry no symbol table that nm reads without a plugin: check the plain
-    # builds' symbols only. Strong global definitions (T D B R) must all be ggml's; weak ones
-    # (W, V, u) are the standard library's and ggml-typed template instances, which the
-    # package renaming makes unique too.
+    # builds' symbols only. Strong global definitions (T D B R) must all contain ggml_, which
+    # the package renaming prefixes wherever it occurs (ggml's own, and galloc-ggml.h's
+    # galloc_ggml_*); weak ones (W, V, u) are the standard library's and ggml-typed template
+    # instances, which the renaming makes unique too.
     [[ $flags == *-flto* ]] && return
     local extra
-    extra=$(nm -g --defined-only "$obj" | awk '$2 ~ /^[TDBR]$/ {print $3}' | grep -v '^ggml_' || true)
+    extra=$(nm -g --defined-only "$obj" | awk '$2 ~ /^[TDBR]$/ {print $3}' | grep -v 'ggml_' || true)
     if [[ -n $extra ]]; then
         echo "FAIL: $name defines non-ggml global symbols:"; echo "$extra" | head; failed=$((failed + 1))
     fi

@@ -204,7 +204,9 @@ static void test_shared_arena(void) {
   CHECK(galloc_allocator_buffer_size(a, 0, &need_a) == GALLOC_OK);
   CHECK(galloc_allocator_buffer_size(b, 0, &need_b) == GALLOC_OK);
   CHECK(galloc_arena_size(arena, &arena_size) == GALLOC_OK);
-  CHECK(need_a > 0 && need_b > need_a && arena_size == need_b);
+  /* the larger need, plus room for w, which the second graph reads and which has no address
+   * yet: it will be the first graph's output */
+  CHECK(need_a > 0 && need_b > need_a && arena_size == need_b + 4032);
 
   CHECK(galloc_allocator_alloc(a, first) == GALLOC_OK);
   void* out = NULL;

@@ -8,14 +8,22 @@
 // Linked with -Wl,--wrap= for ggml_backend_sched_graph_compute (to hash each graph's results
 // right after it ran), ggml_backend_sched_get_buffer_size (whisper.cpp logs its compute
 // buffers only in MB with two decimals: the exact bytes come from here, labelled by the log
-// line that follows) and ggml_backend_alloc_ctx_tensors{,_from_buft} (model and KV buffers).
+// line that follows), ggml_backend_alloc_ctx_tensors{,_from_buft} (model and KV buffers), and
+// ggml_backend_buft_alloc_buffer and ggml_backend_buffer_free: every other buffer is a compute
+// buffer, so their live bytes are the compute memory the process really holds (its peak is
+// what sharing, GALLOC_SHARE=1, must bring down to the largest graph's need).
+//
+// With "share" as the third argument the run opens a share group around each context
+// (galloc-ggml.h), so the four graphs of its state share one compute buffer.
 #include <cinttypes>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -32,6 +40,11 @@ size_t __real_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggm
 ggml_backend_buffer_t __real_ggml_backend_alloc_ctx_tensors(struct ggml_context* ctx, ggml_backend_t backend);
 ggml_backend_buffer_t __real_ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context* ctx,
                                                                       ggml_backend_buffer_type_t buft);
+ggml_backend_buffer_t __real_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size);
+void __real_ggml_backend_buffer_free(ggml_backend_buffer_t buffer);
+// galloc-ggml.h's, defined by the drop-in only: weak, so that the stock build links.
+__attribute__((weak)) bool galloc_ggml_share_begin(const char* name);
+__attribute__((weak)) bool galloc_ggml_share_end(void);
 }
 
 namespace {
@@ -57,6 +70,11 @@ struct Capture {
   int compute_lines = 0;
   int ctx_buffers = 0;
   std::vector<std::string> lines;  // report lines, printed in order
+  // compute buffers: those allocated outside ggml_backend_alloc_ctx_tensors*, with their sizes
+  int in_ctx_alloc = 0;
+  std::unordered_map<ggml_backend_buffer_t, size_t> compute_buffers;
+  size_t compute_live = 0;
+  size_t compute_peak = 0;
 };
 
 Capture& capture() {
@@ -129,15 +147,20 @@ void flush_lines() {
 }
 
 // --------------------------------------------------------------------------- the run
+bool g_share = false;
+
 void run(const std::string& path, const std::string& config, bool flash_attn, const std::vector<float>& pcm) {
   Capture& c = capture();
   c.compute_lines = 0;
   c.ctx_buffers = 0;
+  c.compute_peak = c.compute_live;
   begin_step(config);
   whisper_context_params cp = whisper_context_default_params();
   cp.use_gpu = false;
   cp.flash_attn = flash_attn;
+  if (g_share && !galloc_ggml_share_begin(("whisper." + config).c_str())) fail("galloc_ggml_share_begin");
   whisper_context* ctx = whisper_init_from_file_with_params(path.c_str(), cp);
+  if (g_share && !galloc_ggml_share_end()) fail("galloc_ggml_share_end");
   if (ctx == nullptr) fail("cannot load " + path);
   if (c.compute_lines != 4) fail("expected 4 compute buffer log lines, saw " + std::to_string(c.compute_lines));
   flush_lines();
@@ -169,6 +192,9 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
     tokens = {argmax(logits, n_vocab)};
   }
   whisper_free(ctx);
+  // galloc's `best` may hold less than stock: these are `size` lines, compared as such
+  std::printf("size whisper.%s.compute_allocated_peak %zu\n", config.c_str(), c.compute_peak);
+  if (c.compute_live != 0) fail(std::to_string(c.compute_live) + " bytes of compute buffers left after whisper_free");
 }
 
 }  // namespace
@@ -201,16 +227,40 @@ size_t __wrap_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggm
 }
 
 ggml_backend_buffer_t __wrap_ggml_backend_alloc_ctx_tensors(struct ggml_context* ctx, ggml_backend_t backend) {
+  ++capture().in_ctx_alloc;
   ggml_backend_buffer_t buffer = __real_ggml_backend_alloc_ctx_tensors(ctx, backend);
+  --capture().in_ctx_alloc;
   record_ctx_buffer(buffer);
   return buffer;
 }
 
 ggml_backend_buffer_t __wrap_ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context* ctx,
                                                                       ggml_backend_buffer_type_t buft) {
+  ++capture().in_ctx_alloc;
   ggml_backend_buffer_t buffer = __real_ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft);
+  --capture().in_ctx_alloc;
   record_ctx_buffer(buffer);
   return buffer;
+}
+
+ggml_backend_buffer_t __wrap_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+  ggml_backend_buffer_t buffer = __real_ggml_backend_buft_alloc_buffer(buft, size);
+  Capture& c = capture();
+  if (buffer != nullptr && c.in_ctx_alloc == 0) {
+    c.compute_buffers[buffer] = size;
+    c.compute_live += size;
+    c.compute_peak = std::max(c.compute_peak, c.compute_live);
+  }
+  return buffer;
+}
+
+void __wrap_ggml_backend_buffer_free(ggml_backend_buffer_t buffer) {
+  Capture& c = capture();
+  if (auto it = c.compute_buffers.find(buffer); it != c.compute_buffers.end()) {
+    c.compute_live -= it->second;
+    c.compute_buffers.erase(it);
+  }
+  __real_ggml_backend_buffer_free(buffer);
 }
 
 }  // extern "C"
@@ -221,7 +271,11 @@ int main(int argc, char** argv) {
   if (size == "tiny") g_dims = kTiny;
   if (size == "base") g_dims = kBase;
   if (size == "small") g_dims = kSmall;
-  if (!size.empty() && g_dims.vocab == kTestDims.vocab) fail("unknown size " + size + " (tiny, base or small)");
+  if (!size.empty() && size != "test" && g_dims.vocab == kTestDims.vocab) {
+    fail("unknown size " + size + " (test, tiny, base or small)");
+  }
+  g_share = argc > 3 && std::string(argv[3]) == "share";
+  if (g_share && galloc_ggml_share_begin == nullptr) fail("share: this build has no galloc drop-in");
   whisper_log_set(log_to_capture, nullptr);
   write_whisper_model(path, g_dims);
   // 4 s of signal (the test model's whole audio context)

@@ -252,33 +252,113 @@ TEST(SharedArena, GrowingNeverHoldsTheOldAndTheNewChunkAtOnce) {
   EXPECT_EQ(arena->growth_count(), 2u);
 }
 
-// When the kept tensor leaves no room, the arena grows: the old chunk stays (retired) while
-// the reader runs, and goes at the next alloc that reads nothing from it.
-TEST(SharedArena, NoRoomBesideAKeptTensorRetiresTheOldChunk) {
+// The arena's own calls, with ranges chosen so that the reader does not fit beside what it
+// reads: 1024 bytes, a writer over all of them, a reader of 960 bytes reading 64 in the middle.
+struct Crowded {
+  explicit Crowded(const BufferType& type) : arena(type, "crowded") {
+    writer = arena.add_member("writer");
+    reader = arena.add_member("reader");
+  }
+  SharedArena arena;
+  SharedArena::MemberId writer = 0, reader = 0;
+};
+
+// Host memory: what the reader reads is moved to the chunk's end, bytes and all, and the
+// reader goes at the start; nothing grows.
+TEST(SharedArena, WhatTheReaderReadsIsMovedOutOfItsWay) {
   CpuBufferType cpu(64);
-  auto arena = std::make_shared<SharedArena>(cpu, "retire");
-  Producer p = producer(1000);
-  Consumer c = consumer(1000, 1000);  // needs about what the producer needs
-  GraphAllocator first({&cpu}), second({&cpu});
-  ASSERT_TRUE(first.join(0, arena).is_ok());
-  ASSERT_TRUE(second.join(0, arena).is_ok());
-  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
-  compute(p.graph(), *first.plan(), 0x5A);
-  const Bytes before = arena->size();
-  c.graph()[c.carried].data = p.graph()[p.o].data;
-  ASSERT_TRUE(second.alloc(c.graph()).is_ok());
-  compute(c.graph(), *second.plan(), 0x21);
-  EXPECT_TRUE(all_bytes(c.graph()[c.carried].data, tensor_nbytes(c.graph()[c.carried]), 0x5A));
-  EXPECT_GT(arena->size(), before);
-  // Next time the producer's output is in the grown chunk and the consumer fits beside it.
-  const std::uint64_t growths = arena->growth_count();
-  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
-  compute(p.graph(), *first.plan(), 0x5A);
-  c.graph()[c.carried].data = p.graph()[p.o].data;
-  ASSERT_TRUE(second.alloc(c.graph()).is_ok());
-  compute(c.graph(), *second.plan(), 0x21);
-  EXPECT_TRUE(all_bytes(c.graph()[c.carried].data, tensor_nbytes(c.graph()[c.carried]), 0x5A));
-  EXPECT_EQ(arena->growth_count(), growths);
+  Crowded c(cpu);
+  ASSERT_TRUE(c.arena.reserve(c.writer, {1024}).is_ok());
+  ASSERT_TRUE(c.arena.reserve(c.reader, {960}, {}, 64).is_ok());
+  EXPECT_EQ(c.arena.size(), 1024u);
+  auto written = c.arena.place(c.writer, {1024}, {});
+  ASSERT_TRUE(written.is_ok());
+  std::byte* base = written->chunks.at(0).base;
+  std::memset(base + 512, 0x5A, 64);
+  auto read = c.arena.place(c.reader, {960}, {{base + 512, base + 576}});
+  ASSERT_TRUE(read.is_ok()) << read.status().message();
+  ASSERT_EQ(read->moves.size(), 1u);
+  EXPECT_EQ(read->moves[0].from.begin, base + 512);
+  EXPECT_EQ(read->moves[0].to, base + 960);
+  EXPECT_EQ(read->chunks.at(0).base, base);
+  EXPECT_TRUE(all_bytes(base + 960, 64, 0x5A));
+  EXPECT_EQ(c.arena.growth_count(), 1u);
+  // The moved bytes are still the writer's: a third member may read them where they are now.
+  const SharedArena::MemberId third = c.arena.add_member("third");
+  EXPECT_TRUE(c.arena.place(third, {64}, {{base + 960, base + 1024}}).is_ok());
+}
+
+// Host memory that counts what it holds, to see that a regrowth never holds two chunks.
+class CountingCpuType final : public BufferType {
+ public:
+  [[nodiscard]] std::string name() const override { return "CPU"; }
+  [[nodiscard]] Bytes alignment() const override { return 64; }
+  [[nodiscard]] Result<std::unique_ptr<Buffer>> allocate(Bytes size) const override {
+    auto inner = cpu_.allocate(size);
+    if (!inner) return inner.status();
+    live_ += size;
+    peak_ = std::max(peak_, live_);
+    return std::unique_ptr<Buffer>(std::make_unique<Counted>(*this, std::move(inner).value()));
+  }
+  [[nodiscard]] Bytes peak() const { return peak_; }
+  [[nodiscard]] Bytes live() const { return live_; }
+
+ private:
+  class Counted final : public Buffer {
+   public:
+    Counted(const CountingCpuType& type, std::unique_ptr<Buffer> inner) : type_(type), inner_(std::move(inner)) {}
+    ~Counted() override { type_.live_ -= inner_->size(); }
+    std::byte* base() override { return inner_->base(); }
+    [[nodiscard]] Bytes size() const override { return inner_->size(); }
+    [[nodiscard]] const BufferType& type() const override { return type_; }
+    bool read(Offset offset, Bytes size, void* out) override { return inner_->read(offset, size, out); }
+    bool write(Offset offset, Bytes size, const void* in) override { return inner_->write(offset, size, in); }
+
+   private:
+    const CountingCpuType& type_;
+    std::unique_ptr<Buffer> inner_;
+  };
+  CpuBufferType cpu_{64};
+  mutable Bytes live_ = 0;
+  mutable Bytes peak_ = 0;
+};
+
+// A reader that needs the whole chunk: the chunk grows, what it reads is carried over to the
+// new chunk's end, and the old chunk is freed before the new one is allocated.
+TEST(SharedArena, GrowingCarriesWhatTheReaderReadsWithoutHoldingTwoChunks) {
+  CountingCpuType type;
+  Crowded c(type);
+  auto written = c.arena.place(c.writer, {1024}, {});
+  ASSERT_TRUE(written.is_ok());
+  std::byte* base = written->chunks.at(0).base;
+  std::memset(base + 512, 0x5A, 64);
+  auto read = c.arena.place(c.reader, {1024}, {{base + 512, base + 576}});
+  ASSERT_TRUE(read.is_ok()) << read.status().message();
+  EXPECT_EQ(c.arena.size(), 1024u + 64u);
+  EXPECT_EQ(type.peak(), 1024u + 64u);
+  ASSERT_EQ(read->moves.size(), 1u);
+  std::byte* now = read->moves[0].to;
+  EXPECT_EQ(now, read->chunks.at(0).base + 1024);
+  EXPECT_TRUE(all_bytes(now, 64, 0x5A));
+}
+
+// Memory that cannot be moved from here (NullBufferType): the chunk grows, and the old one is
+// kept while the reader runs and freed at the next alloc that reads nothing from it.
+TEST(SharedArena, WhatCannotMoveKeepsTheOldChunkUntilNothingReadsIt) {
+  NullBufferType type(64);
+  Crowded c(type);
+  ASSERT_TRUE(c.arena.reserve(c.writer, {1024}).is_ok());
+  auto written = c.arena.place(c.writer, {1024}, {});
+  ASSERT_TRUE(written.is_ok());
+  std::byte* base = written->chunks.at(0).base;
+  auto read = c.arena.place(c.reader, {960}, {{base + 512, base + 576}});
+  ASSERT_TRUE(read.is_ok()) << read.status().message();
+  EXPECT_TRUE(read->moves.empty());
+  const Bytes grown = c.arena.size();
+  EXPECT_GE(grown, 960u + 64u);
+  EXPECT_EQ(type.live_bytes(), 1024u + grown);  // the old chunk, retired, and the new one
+  ASSERT_TRUE(c.arena.place(c.writer, {1024}, {}).is_ok());
+  EXPECT_EQ(type.live_bytes(), grown);
 }
 
 // Chunks: with a max size the member's chunks map to the arena's chunks one by one.

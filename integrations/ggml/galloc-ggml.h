@@ -1,0 +1,43 @@
+/* galloc's additions to ggml's API, defined by galloc's drop-in (ggml-alloc.cpp). Include it
+ * where you create ggml allocators, next to ggml-alloc.h.
+ *
+ * Shared compute buffers. Allocators whose graphs never compute at the same time (whisper.cpp's
+ * four graphs of one state: conv, encode, cross, decode) can share one buffer per buffer type,
+ * as large as the largest graph needs instead of the sum:
+ *
+ *   galloc_ggml_share_begin("whisper-state");
+ *   state = whisper_init_state(ctx);     // its ggml_gallocr_new* calls join the arena
+ *   galloc_ggml_share_end();
+ *
+ * Every ggml_gallocr (and so every ggml_backend_sched) created between the two calls on the
+ * calling thread joins the shared arena `name`, one per buffer type. GALLOC_SHARE=1 in the
+ * environment puts every allocator of the process on one arena per buffer type instead.
+ *
+ * The contract: members of one arena never compute at the same time. A member's tensors are
+ * valid from its alloc until another member's alloc, except those the next member reads
+ * (its inputs that are views of the previous graph's output, as whisper's encode reads the
+ * conv output): those are kept in place until that member has run. An alloc that would read
+ * memory another member has since taken over fails with an error in ggml's log. With
+ * GALLOC_SHARE_CHECK=1 every alloc also fills what it takes over from other members with 0xFF
+ * (NaN), so a member computing out of turn gives visibly wrong results.
+ *
+ * ggml_gallocr_get_buffer_size keeps reporting each allocator's own need; the drop-in logs
+ * the arena's size each time it grows. Packages that rename ggml's symbols (lm_ggml_,
+ * wsp_ggml_) rename these too, so each renamed copy has its own arenas. */
+#pragma once
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens a share group on this thread; false (and an error in ggml's log) if name is NULL or
+ * empty, or one is open already. */
+bool galloc_ggml_share_begin(const char* name);
+/* Closes it; false (and an error in ggml's log) if none is open. */
+bool galloc_ggml_share_end(void);
+
+#ifdef __cplusplus
+}
+#endif
