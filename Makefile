@@ -3,6 +3,7 @@
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
+TSAN_BUILD  ?= build-tsan
 CLANG_BUILD ?= build-clang
 JOBS       ?= 2
 GGML_CACHE ?= $(HOME)/.cache/galloc/ggml
@@ -22,7 +23,7 @@ PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev librapidcheck-dev \
                    chromium clang clang-format libclang-rt-14-dev
 
-.PHONY: all deps ggml configure build run test unit-test asan-test clang-test clean
+.PHONY: all deps ggml configure build run test unit-test asan-test tsan-test clang-test clean
 
 all: build
 
@@ -65,11 +66,13 @@ run: build
 	@echo "wrote out/report.html (open it in a browser)"
 
 # Unit, C API, consumer, differential and amalgamation tests; then the unit tests under
-# ASan + UBSan, and built with clang++.
+# ASan + UBSan and under TSan (shared arenas are used from several threads), and built with
+# clang++.
 test: ggml
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@$(MAKE) --no-print-directory asan-test
+	@$(MAKE) --no-print-directory tsan-test
 	@$(MAKE) --no-print-directory clang-test
 
 asan-test: deps
@@ -77,10 +80,15 @@ asan-test: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
 
+tsan-test: deps
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_SANITIZE_THREAD=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null
+	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
+	@cd $(TSAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
+
 clang-test: deps
 	@CXX=clang++ CC=clang cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_BUILD_TOOLS=OFF >/dev/null
 	@cmake --build $(CLANG_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
 	@cd $(CLANG_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(CLANG_BUILD)

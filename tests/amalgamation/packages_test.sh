@@ -32,7 +32,10 @@ client() {
     case $spec in
         whisper.rn@*) name=whisper_client builder=build-whisper.sh
                       wraps=(ggml_backend_sched_graph_compute ggml_backend_sched_get_buffer_size
-                             ggml_backend_alloc_ctx_tensors ggml_backend_alloc_ctx_tensors_from_buft) ;;
+                             ggml_backend_alloc_ctx_tensors ggml_backend_alloc_ctx_tensors_from_buft
+                             ggml_backend_buft_alloc_buffer ggml_backend_buffer_free)
+                      # and a fourth run with a whisper state's graphs on one shared buffer
+                      compare_args=(-DSHARE_SMALLER=compute_allocated_peak) ;;
         *)            name=llama_client builder=build-llama.sh
                       wraps=(ggml_backend_sched_get_buffer_size) ;;
     esac
@@ -69,6 +72,7 @@ client() {
     local args=$out/client/run/tiny-whisper.bin
     [[ $name == llama_client ]] && args=$out/client/run/tiny-llama.gguf
     [[ $tests == tests/legacy ]] && args+=";tiny"
+    [[ $name == whisper_client && $tests != tests/legacy ]] && compare_args+=("-DSHARE_ARGS=$args;test;share")
     cmake -DSTOCK="$out/client/${name}_stock" -DGALLOC="$out/client/${name}_galloc" -DOUT="$out/client/run" \
         -DARGS="$args" "${compare_args[@]}" -P "$ROOT/tests/dropin/compare.cmake" >"$out/compare.log" 2>&1 \
         || { tail -n 30 "$out/compare.log"; return 1; }
@@ -161,7 +165,8 @@ two_clients() {
     w_prefix=$(sed -n 's/^prefix=//p' "$PREPARED_OF_WHISPER")
     l_prefix=$(sed -n 's/^prefix=//p' "$PREPARED_OF_LLAMA")
     for f in ggml_backend_sched_graph_compute ggml_backend_sched_get_buffer_size \
-             ggml_backend_alloc_ctx_tensors ggml_backend_alloc_ctx_tensors_from_buft; do
+             ggml_backend_alloc_ctx_tensors ggml_backend_alloc_ctx_tensors_from_buft \
+             ggml_backend_buft_alloc_buffer ggml_backend_buffer_free; do
         wraps+=("-Wl,--wrap=${w_prefix:+${w_prefix}_}$f")
     done
     wraps+=("-Wl,--wrap=${l_prefix:+${l_prefix}_}ggml_backend_sched_get_buffer_size")

@@ -1,0 +1,156 @@
+// Shared compute buffers through the drop-in (galloc-ggml.h), with ggml's own API, in checked
+// mode (GALLOC_SHARE_CHECK=1):
+//   - a graph reading the previous graph's output through a view, as whisper's encoder reads
+//     the conv output, computes exactly what it computes unshared;
+//   - a deliberate violation (one allocator's alloc between another's alloc and its compute)
+//     makes that compute's results NaN instead of silently wrong;
+//   - each allocator reports its own need, and the share group calls reject misuse.
+// Links against libggml-galloc.a; prints "ok" and exits 0, or says what failed and exits 1.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "galloc-ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+namespace {
+
+constexpr int kElements = 4096;
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "share_test: FAILED: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+// A context for one graph's tensors (no data: the allocators place them).
+ggml_context* new_context() {
+  ggml_init_params params = {64 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, /*no_alloc=*/true};
+  return ggml_init(params);
+}
+
+ggml_cgraph* graph_of(ggml_context* ctx, ggml_tensor* out) {
+  ggml_set_output(out);
+  ggml_cgraph* gf = ggml_new_graph(ctx);
+  ggml_build_forward_expand(gf, out);
+  return gf;
+}
+
+// The producer: out = scale(x, 2) + x, that is 3x.
+struct Producer {
+  ggml_context* ctx = new_context();
+  ggml_tensor* x = nullptr;
+  ggml_tensor* out = nullptr;
+  ggml_cgraph* gf = nullptr;
+  Producer() {
+    x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, kElements);
+    ggml_set_input(x);
+    out = ggml_add(ctx, ggml_scale(ctx, x, 2.0f), x);
+    gf = graph_of(ctx, out);
+  }
+  ~Producer() { ggml_free(ctx); }
+};
+
+// Something large that reads nothing: y = sqr(sqr(z)) over four times the elements.
+struct Large {
+  ggml_context* ctx = new_context();
+  ggml_tensor* z = nullptr;
+  ggml_cgraph* gf = nullptr;
+  Large() {
+    z = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4 * kElements);
+    ggml_set_input(z);
+    gf = graph_of(ctx, ggml_sqr(ctx, ggml_sqr(ctx, ggml_add(ctx, z, z))));
+  }
+  ~Large() { ggml_free(ctx); }
+};
+
+void set_values(ggml_tensor* t, float first) {
+  std::vector<float> v(static_cast<std::size_t>(ggml_nelements(t)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = first + static_cast<float>(i);
+  ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+}
+
+std::vector<float> values(const ggml_tensor* t) {
+  std::vector<float> v(static_cast<std::size_t>(ggml_nelements(t)));
+  ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t));
+  return v;
+}
+
+}  // namespace
+
+int main() {
+  setenv("GALLOC_SHARE_CHECK", "1", 1);
+  ggml_backend_t cpu = ggml_backend_cpu_init();
+  ggml_backend_buffer_type_t buft = ggml_backend_cpu_buffer_type();
+
+  // misuse of the share group: each is refused with a message in ggml's log
+  check(!galloc_ggml_share_end(), "share_end with no group open must fail");
+  check(!galloc_ggml_share_begin(nullptr), "share_begin(NULL) must fail");
+  check(!galloc_ggml_share_begin(""), "share_begin(\"\") must fail");
+  check(galloc_ggml_share_begin("test"), "share_begin");
+  check(!galloc_ggml_share_begin("again"), "a second share_begin on the thread must fail");
+  ggml_gallocr_t producer_alloc = ggml_gallocr_new(buft);
+  ggml_gallocr_t consumer_alloc = ggml_gallocr_new(buft);
+  ggml_gallocr_t large_alloc = ggml_gallocr_new(buft);
+  check(galloc_ggml_share_end(), "share_end");
+  ggml_gallocr_t alone = ggml_gallocr_new(buft);  // after the group: a buffer of its own
+
+  Producer producer;
+  Large large;
+  // The largest first, so that its alloc below covers the whole shared buffer.
+  check(ggml_gallocr_reserve(large_alloc, large.gf), "reserve the large graph");
+  check(ggml_gallocr_reserve(alone, producer.gf), "reserve the producer unshared");
+
+  // 1. producer, then a consumer reading its output through a view: exact results.
+  check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer");
+  check(ggml_gallocr_get_buffer_size(producer_alloc, 0) == ggml_gallocr_get_buffer_size(alone, 0),
+        "a shared allocator reports its own need");
+  set_values(producer.x, 1.0f);
+  check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer");
+  {
+    ggml_context* ctx = new_context();
+    ggml_tensor* seen = ggml_view_tensor(ctx, producer.out);  // memory of the producer's buffer
+    ggml_tensor* w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3 * kElements);
+    ggml_set_input(w);
+    ggml_tensor* wide = ggml_sqr(ctx, w);  // needs room: the shared buffer must make it
+    ggml_tensor* r = ggml_add(ctx, seen, ggml_view_1d(ctx, wide, kElements, 0));
+    ggml_cgraph* gf = graph_of(ctx, r);
+    check(ggml_gallocr_alloc_graph(consumer_alloc, gf), "alloc the consumer");
+    set_values(w, 0.0f);
+    check(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS, "compute the consumer");
+    const std::vector<float> got = values(r);
+    bool exact = true;
+    for (int i = 0; i < kElements; ++i) {
+      const float x = 1.0f + static_cast<float>(i);
+      exact = exact && got[static_cast<std::size_t>(i)] == 3.0f * x + static_cast<float>(i) * static_cast<float>(i);
+    }
+    check(exact, "the consumer computes 3x + i*i from the producer's output, as unshared");
+    ggml_free(ctx);
+  }
+
+  // 2. a violation: the large graph's alloc between the producer's alloc and its compute.
+  check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer again");
+  set_values(producer.x, 1.0f);
+  check(ggml_gallocr_alloc_graph(large_alloc, large.gf), "alloc the large graph");
+  check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer out of turn");
+  int nan = 0;
+  for (float v : values(producer.out)) nan += std::isnan(v) ? 1 : 0;
+  check(nan == kElements, "checked mode: computing out of turn gives NaN everywhere, got " + std::to_string(nan) +
+                              " NaN of " + std::to_string(kElements));
+
+  ggml_gallocr_free(producer_alloc);
+  ggml_gallocr_free(consumer_alloc);
+  ggml_gallocr_free(large_alloc);
+  ggml_gallocr_free(alone);
+  ggml_backend_free(cpu);
+  if (failures != 0) return 1;
+  std::printf("ok\n");
+  return 0;
+}
