@@ -4,7 +4,8 @@
 # and on galloc with each whisper state's four graphs sharing one buffer (a share group,
 # galloc-ggml.h). Prints, per attention kind, the compute memory the process really held at
 # its peak (counted through ggml_backend_buft_alloc_buffer / ggml_backend_buffer_free by the
-# client), each graph's own need, and the process's peak RSS (GNU time).
+# client) next to the largest graph's own need, each graph's need (what ggml_gallocr_get_buffer_size
+# reports, shared or not), and the process's peak RSS (GNU time).
 #
 # usage: whisper_share.sh STOCK_CLIENT GALLOC_CLIENT SIZE [OUT_DIR]
 #   SIZE: tiny, base or small. The clients are built by `make build`:
@@ -33,7 +34,7 @@ done
 value() { sed -n "s/^size whisper\.$2 //p" "$OUT/$1.txt"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1e6 }'; }
 echo "whisper $SIZE, results bit-identical to stock in every run (MB = 10^6 bytes)"
-printf '%-11s %-7s %10s %10s %10s %10s\n' attention what stock best shared largest+carried
+printf '%-11s %-7s %10s %10s %10s %10s\n' attention what stock best shared 'largest graph'
 for config in attn flash_attn; do
     largest=0
     for g in conv encode cross decode; do
@@ -43,7 +44,7 @@ for config in attn flash_attn; do
     printf '%-11s %-7s %10s %10s %10s %10s\n' "$config" "held" \
         "$(mb "$(value stock "$config.compute_allocated_peak")")" \
         "$(mb "$(value best "$config.compute_allocated_peak")")" \
-        "$(mb "$(value shared "$config.compute_allocated_peak")")" "$(mb "$largest")+"
+        "$(mb "$(value shared "$config.compute_allocated_peak")")" "$(mb "$largest")"
     for g in conv encode cross decode; do
         printf '%-11s %-7s %10s %10s %10s\n' "" "$g" "$(mb "$(value stock "$config.compute_$g")")" \
             "$(mb "$(value best "$config.compute_$g")")" "$(mb "$(value shared "$config.compute_$g")")"

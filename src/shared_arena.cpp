@@ -329,25 +329,25 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
     }
     Bytes kept_bytes = 0;
     for (const Owned& k : in_chunk) kept_bytes += align_up(k.end - k.begin, alignment);
-    // A member that reads nothing here goes flush with the chunk's end, so that its outputs
-    // lie high and the next member, which may read them, finds room below. A member that
-    // reads takes the lowest offset that clears what it reads: 0, just past a kept range, or
-    // flush with the end.
+    // Every member starts at offset 0, so that members reuse the same pages (what the
+    // process really touches) rather than spreading over the chunk. A member that reads
+    // something lying there has it moved to the chunk's end first (host memory); failing
+    // that, it goes to the lowest offset clear of what it reads.
     const Bytes size = chunks_[c]->size();
-    const bool fits = size >= need;
-    const Bytes top = fits ? (size - need) / alignment * alignment : 0;
     auto clear = [&](Bytes shift) {
       if (shift + need > size) return false;
       return std::none_of(in_chunk.begin(), in_chunk.end(),
                           [&](const Owned& k) { return k.begin < shift + need && shift < k.end; });
     };
     std::optional<Bytes> shift;
-    if (in_chunk.empty()) {
-      if (fits) shift = top;
+    if (clear(0)) {
+      shift = 0;
+    } else if (!in_chunk.empty() && need + kept_bytes <= size && move_to_end(c, in_chunk, placement.moves)) {
+      shift = 0;
     } else {
-      std::vector<Bytes> candidates{0};
+      std::vector<Bytes> candidates;
       for (const Owned& k : in_chunk) candidates.push_back(align_up(k.end, alignment));
-      if (fits) candidates.push_back(top);
+      if (size >= need) candidates.push_back((size - need) / alignment * alignment);
       std::sort(candidates.begin(), candidates.end());
       for (Bytes candidate : candidates) {
         if (clear(candidate)) {
@@ -355,10 +355,6 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
           break;
         }
       }
-    }
-    // No room where they lie: move what is read to the chunk's end, the member at the start.
-    if (!shift && !in_chunk.empty() && need + kept_bytes <= size && move_to_end(c, in_chunk, placement.moves)) {
-      shift = 0;
     }
     if (!shift) {
       // No room at all: a larger chunk, what is read carried over to its end (or, where the

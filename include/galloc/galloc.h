@@ -74,7 +74,8 @@ galloc_status galloc_graph_add_tensor(galloc_graph* graph, const galloc_tensor_d
 galloc_status galloc_graph_add_node(galloc_graph* graph, const galloc_tensor_desc* desc, int32_t* out_id);
 galloc_status galloc_graph_add_leaf(galloc_graph* graph, const galloc_tensor_desc* desc, int32_t* out_id);
 galloc_status galloc_graph_counts(const galloc_graph* graph, int32_t* n_tensors, int32_t* n_nodes, int32_t* n_leafs);
-/* Where galloc_allocator_alloc put a tensor (NULL before). */
+/* Where galloc_allocator_alloc put a tensor (NULL before); for a tensor whose memory exists,
+   where it is now (a shared arena may have moved it out of the allocator's way). */
 galloc_status galloc_graph_tensor_data(const galloc_graph* graph, int32_t tensor, void** out_data);
 
 /* Sets the data of a tensor whose memory exists (has_memory): where it lies, so that an

@@ -17,13 +17,12 @@
 //     its alloc until another member's alloc, except the tensors the next member reads (memory
 //     that exists, lying in the arena, such as whisper's conv output read by the encoder):
 //     those stay valid until that member has run.
-//   - Where the reader goes: a member that reads nothing from the arena goes flush with the
-//     chunk's end, so that its outputs lie high; a reader takes the lowest offset clear of what
-//     it reads. When nothing is clear, what it reads is moved to the chunk's end (host memory:
-//     Buffer::read and write) and the reader goes at the start; the moved tensors' data is
-//     updated in the reader's graph and, through AllocSink::moved, in an adapter's tensors. A
-//     reserve sizes the arena for that: the member's need plus the bytes it reads that have no
-//     address yet or lie in the arena.
+//   - Where members go: every member starts at offset 0, so that they reuse the same pages. A
+//     member that reads something lying there has it moved to the chunk's end first (host
+//     memory: Buffer::read and write); the moved tensors' data is updated in the reader's graph
+//     and, through AllocSink::moved, in an adapter's tensors. Where memory cannot be moved, the
+//     reader takes the lowest offset clear of what it reads. A reserve sizes the arena for the
+//     member's need plus the bytes it reads that have no address yet or lie in the arena.
 //   - Every alloc checks what it reads from the arena: a tensor lying in memory that a later
 //     member's alloc has partly taken over, or that spans two members' memory, fails the alloc
 //     with a status instead of computing on stale bytes. A tensor that a later member's memory

@@ -149,11 +149,11 @@ TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
   auto* base = first.chunks(0).at(0)->base();
   auto* output = static_cast<std::byte*>(p.graph()[p.o].data);
   const Bytes output_bytes = tensor_nbytes(p.graph()[p.o]);
-  // An intruder whose memory (flush with the arena's end: it reads nothing) begins in the
-  // middle of the producer's output.
+  // An intruder whose memory (from offset 0, as every member's) ends in the middle of the
+  // producer's output.
   const Bytes cut = (static_cast<Bytes>(output - base) + output_bytes / 2) / 64 * 64;
   GgmlLikeBuilder big;
-  big.expand_output(big.input_with_size(arena->size() - cut));
+  big.expand_output(big.input_with_size(cut));
   ASSERT_TRUE(intruder.alloc(big.graph()).is_ok());
 
   Consumer c = consumer(static_cast<std::int64_t>(output_bytes / 4), 10);
