@@ -13,6 +13,16 @@ void erase_where(Vector& v, Predicate predicate) {
   v.erase(std::remove_if(v.begin(), v.end(), predicate), v.end());
 }
 
+// A member's entry in a per-member list, made empty if it has none.
+template <typename T>
+T* entry_of(std::vector<std::pair<SharedArena::MemberId, T>>& list, SharedArena::MemberId member) {
+  for (auto& [id, value] : list) {
+    if (id == member) return &value;
+  }
+  list.emplace_back(member, T{});
+  return &list.back().second;
+}
+
 }  // namespace
 
 SharedArena::SharedArena(const BufferType& type, std::string name) : type_(type), name_(std::move(name)) {}
@@ -76,10 +86,8 @@ std::string SharedArena::describe(MemberId member) const {
 }
 
 void SharedArena::forget_chunk(const Buffer* chunk) {
+  // Nobody holds its memory any more; last_placed_ keeps its regions, so that holds() says so.
   erase_where(owned_, [chunk](const Owned& o) { return o.chunk == chunk; });
-  for (auto& [id, regions] : last_placed_) {
-    erase_where(regions, [chunk](const Owned& o) { return o.chunk == chunk; });
-  }
 }
 
 Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
@@ -126,19 +134,6 @@ Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
   ++growths_;
   return Status::ok();
 }
-
-namespace {
-
-template <typename T>
-T* entry_of(std::vector<std::pair<SharedArena::MemberId, T>>& list, SharedArena::MemberId member) {
-  for (auto& [id, value] : list) {
-    if (id == member) return &value;
-  }
-  list.emplace_back(member, T{});
-  return &list.back().second;
-}
-
-}  // namespace
 
 AddressRange SharedArena::current(MemberId member, AddressRange read) const {
   for (const auto& [id, moves] : pending_moves_) {
@@ -197,7 +192,9 @@ Result<std::vector<SharedArena::Owned>> SharedArena::kept_reads(MemberId member,
   });
   std::vector<Owned> merged;
   for (const Owned& k : kept) {
-    if (!merged.empty() && merged.back().chunk == k.chunk && k.begin <= merged.back().end) {
+    // Overlapping pieces lie in one owned range, so have one owner; touching ones may not.
+    if (!merged.empty() && merged.back().chunk == k.chunk &&
+        (k.begin < merged.back().end || (k.begin == merged.back().end && k.owner == merged.back().owner))) {
       merged.back().end = std::max(merged.back().end, k.end);
       continue;
     }

@@ -3,7 +3,11 @@
 # against libggml-galloc.a) with GALLOC_STRATEGY=ggml and =best, one after the other in this
 # run; prints a Markdown table of compute buffer sizes and median times side by side.
 #
-# cmake -DSTOCK=exe -DGALLOC=exe -DOUT=dir [-DREPETITIONS=15] [-DROUNDS=5] [-DFILTER=substring] -P zoo_bench.cmake
+# With -DSHARED=ON also GALLOC_STRATEGY=best with GALLOC_SHARE=1 (every graph's allocator on
+# one shared buffer), for its alloc time next to best's.
+#
+# cmake -DSTOCK=exe -DGALLOC=exe -DOUT=dir [-DREPETITIONS=15] [-DROUNDS=5] [-DFILTER=substring]
+#       [-DSHARED=ON] -P zoo_bench.cmake
 foreach(var STOCK GALLOC OUT)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "zoo_bench.cmake: -D${var}=... is required")
@@ -24,10 +28,15 @@ if(NOT DEFINED ROUNDS)
   set(ROUNDS 5)
 endif()
 set(variants stock ggml best)
+if(SHARED)
+  list(APPEND variants shared)
+endif()
 foreach(round RANGE 1 ${ROUNDS})
   foreach(v IN LISTS variants)
     if(v STREQUAL "stock")
       set(cmd "${STOCK}")
+    elseif(v STREQUAL "shared")
+      set(cmd "${CMAKE_COMMAND}" -E env "GALLOC_STRATEGY=best" "GALLOC_SHARE=1" "--unset=GALLOC_DUMP" "${GALLOC}")
     else()
       set(cmd "${CMAKE_COMMAND}" -E env "GALLOC_STRATEGY=${v}" "--unset=GALLOC_DUMP" "${GALLOC}")
     endif()
@@ -103,8 +112,13 @@ function(ratio a b out)
   set(${out} "${w}.${f}" PARENT_SCOPE)
 endfunction()
 
-set(table "| graph | nodes | stock MiB | ggml MiB | best MiB | best/stock | reserve us stock | ggml | best | alloc us stock | ggml | best |\n")
-string(APPEND table "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+set(table "| graph | nodes | stock MiB | ggml MiB | best MiB | best/stock | reserve us stock | ggml | best | alloc us stock | ggml | best |")
+set(rule "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+if(SHARED)
+  string(APPEND table " shared |")
+  string(APPEND rule "---:|")
+endif()
+string(APPEND table "\n${rule}\n")
 set(failures "")
 foreach(name IN LISTS stock_names)
   foreach(v ggml best)
@@ -127,6 +141,9 @@ foreach(name IN LISTS stock_names)
       string(APPEND row " ${${v}.${name}.${what}} |")
     endforeach()
   endforeach()
+  if(SHARED)
+    string(APPEND row " ${shared.${name}.alloc} |")
+  endif()
   string(APPEND table "${row}\n")
   if(NOT "${ggml.${name}.buffer}" STREQUAL "${stock.${name}.buffer}")
     string(APPEND failures "  ${name}: ggml strategy ${ggml.${name}.buffer} bytes, stock ${stock.${name}.buffer}\n")

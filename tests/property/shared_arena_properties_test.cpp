@@ -87,9 +87,11 @@ RC_GTEST_PROP(SharedArenaProperties, MembersRunInAnyOrderLikeUnshared, ()) {
         }
       }
     }
+    void* const read_at = read.data;
     const Status allocated = member.alloc(c.graph);
     RC_ASSERT_FALSE(!allocated.is_ok());  // the message is in the counterexample when it fails
     RC_ASSERT(member.check_allocation().is_ok());
+    RC_TAG(read_at == nullptr ? "reads nothing" : read.data == read_at ? "reads in place" : "reads after a move");
 
     // One base per chunk, every tensor inside its chunk.
     const Plan& plan = *member.plan();

@@ -247,6 +247,7 @@ TEST(SharedArena, GrowingNeverHoldsTheOldAndTheNewChunkAtOnce) {
   ASSERT_TRUE(b.join(0, arena).is_ok());
   ASSERT_TRUE(a.alloc(small.graph()).is_ok());
   ASSERT_TRUE(b.alloc(large.graph()).is_ok());
+  EXPECT_FALSE(a.check_allocation().is_ok());  // its chunk is gone
   EXPECT_EQ(type.peak_bytes(), *b.buffer_size(0));
   EXPECT_EQ(arena->size(), *b.buffer_size(0));
   EXPECT_EQ(arena->growth_count(), 2u);
