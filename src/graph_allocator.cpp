@@ -200,6 +200,14 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
   // intermediates reached through a source pointer.
   std::vector<AddressRange> ranges;
   std::vector<TensorId> unaddressed;
+  if (without_address != nullptr) *without_address = 0;
+  // Most graphs read no memory that exists without an owner elsewhere in the walk: one pass
+  // over the tensors says so before the walk over every edge.
+  if (std::none_of(graph.tensors.begin(), graph.tensors.end(), [&](const Tensor& t) {
+        return t.has_memory && !t.is_view() && (t.data != nullptr || without_address != nullptr);
+      })) {
+    return ranges;
+  }
   auto add = [&](TensorId id) {
     if (!graph.contains(id)) return;
     const Tensor& tensor = graph[id];

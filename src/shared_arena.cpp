@@ -48,6 +48,14 @@ std::size_t SharedArena::member_count() const {
   return members_.size();
 }
 
+std::vector<const Buffer*> SharedArena::buffers() const {
+  std::lock_guard lock(mutex_);
+  std::vector<const Buffer*> result;
+  for (const auto& chunk : chunks_) result.push_back(chunk.get());
+  for (const auto& chunk : retired_) result.push_back(chunk.get());
+  return result;
+}
+
 std::uint64_t SharedArena::growth_count() const {
   std::lock_guard lock(mutex_);
   return growths_;

@@ -23,6 +23,8 @@
 //     and, through AllocSink::moved, in an adapter's tensors. Where memory cannot be moved, the
 //     reader takes the lowest offset clear of what it reads. A reserve sizes the arena for the
 //     member's need plus the bytes it reads that have no address yet or lie in the arena.
+//   - What a member reads is recognised by address, so the arena's buffers must have real,
+//     distinct addresses (not NullBufferType's fake one) when members read memory that exists.
 //   - Every alloc checks what it reads from the arena: a tensor lying in memory that a later
 //     member's alloc has partly taken over, or that spans two members' memory, fails the alloc
 //     with a status instead of computing on stale bytes. A tensor that a later member's memory
@@ -80,6 +82,9 @@ class SharedArena {
   [[nodiscard]] Bytes size() const;
   [[nodiscard]] std::vector<Bytes> chunk_sizes() const;
   [[nodiscard]] std::size_t member_count() const;
+  // The arena's buffers now (current chunks, then retired ones), for an adapter that tells
+  // memory the arena holds by its buffer rather than by address.
+  [[nodiscard]] std::vector<const Buffer*> buffers() const;
   // How many times a chunk was allocated larger; an adapter logs the size when this changes.
   [[nodiscard]] std::uint64_t growth_count() const;
   void set_checked(bool checked);

@@ -7,6 +7,7 @@
 #include "ggml-impl.h"
 #include "ggml.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -263,12 +264,19 @@ void fill_details(Converted& out) {
 
 // What a shared arena reads at alloc (GraphAllocator::existing_memory), which alloc_graph's
 // conversion otherwise skips: shape, view offset and data of the tensors with memory and of
-// the views (another graph's output is read through them).
-void fill_memory_details(Converted& out) {
+// the views (another graph's output is read through them). Only memory in one of
+// `arena_buffers` keeps its data: the rest (weights, caches) is none of the arena's business,
+// and a buffer type without real addresses could make it look like the arena's.
+void fill_memory_details(Converted& out, const std::vector<ggml_backend_buffer_t>& arena_buffers) {
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     galloc::Tensor& g = out.graph.tensors[i];
     if (!g.has_memory && !g.is_view()) continue;
     const ggml_tensor* t = out.ggml[i];
+    const ggml_tensor* root = t->view_src != nullptr ? t->view_src : t;
+    if (std::find(arena_buffers.begin(), arena_buffers.end(), root->buffer) == arena_buffers.end()) {
+      g.data = nullptr;
+      continue;
+    }
     for (int d = 0; d < galloc::kMaxDims; ++d) {
       g.ne[static_cast<std::size_t>(d)] = t->ne[d];
       g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);

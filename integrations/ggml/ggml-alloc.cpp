@@ -368,11 +368,12 @@ class InitTensors final : public galloc::AllocSink {
   }
 
   // A shared arena moved another allocator's output that this graph reads (whisper's conv
-  // output, read by the encoder): the tensor follows its bytes, into their buffer.
+  // output, read by the encoder): the tensor follows its bytes, into their buffer (the old one
+  // may be gone). A view without a buffer is left to view_init, from its moved source.
   galloc::Status moved(TensorId id, const galloc::TensorAddress& address) override {
     ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
     tensor->data = address.data;
-    if (tensor->view_src == nullptr) tensor->buffer = handle_of(address.chunk);
+    if (tensor->view_src == nullptr || tensor->buffer != nullptr) tensor->buffer = handle_of(address.chunk);
     return galloc::Status::ok();
   }
 
@@ -496,7 +497,15 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
-    if (!galloc->arenas.empty()) fill_memory_details(galloc->current);
+    if (!galloc->arenas.empty()) {
+      std::vector<ggml_backend_buffer_t> arena_buffers;
+      for (const auto& shared : galloc->arenas) {
+        for (const galloc::Buffer* buffer : shared->arena.buffers()) {
+          arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
+        }
+      }
+      fill_memory_details(galloc->current, arena_buffers);
+    }
     // The graph as converted lacks what only planning reads; InitTensors fills it in when
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
