@@ -211,35 +211,44 @@ Result<std::vector<SharedArena::Owned>> SharedArena::kept_reads(MemberId member,
   return merged;
 }
 
-bool SharedArena::move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves) {
-  Buffer& buffer = *chunks_[chunk];
-  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
-  std::vector<std::vector<std::byte>> bytes(keep.size());
-  for (std::size_t i = 0; i < keep.size(); ++i) {
-    bytes[i].resize(keep[i].end - keep[i].begin);
-    if (!buffer.read(keep[i].begin, bytes[i].size(), bytes[i].data())) return false;
+bool SharedArena::read_pieces(Buffer& buffer, const std::vector<Owned>& pieces,
+                              std::vector<std::vector<std::byte>>& bytes) {
+  bytes.assign(pieces.size(), {});
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    bytes[i].resize(pieces[i].end - pieces[i].begin);
+    if (!buffer.read(pieces[i].begin, bytes[i].size(), bytes[i].data())) return false;
   }
-  Bytes to = buffer.size() / alignment * alignment;
+  return true;
+}
+
+void SharedArena::write_at_end(Buffer& target, std::byte* from_base, const std::vector<Owned>& pieces,
+                               const std::vector<std::vector<std::byte>>& bytes, std::vector<Move>& moves) {
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  Bytes to = target.size() / alignment * alignment;
   std::vector<Move> done;
-  for (std::size_t i = keep.size(); i-- > 0;) {
+  for (std::size_t i = pieces.size(); i-- > 0;) {
     to -= align_up(bytes[i].size(), alignment);
-    buffer.write(to, bytes[i].size(), bytes[i].data());
+    target.write(to, bytes[i].size(), bytes[i].data());
     // The bytes are still their writer's, at their new place.
-    take_over({&buffer, to, to + bytes[i].size(), keep[i].owner});
-    done.push_back({{buffer.base() + keep[i].begin, buffer.base() + keep[i].end}, buffer.base() + to, &buffer});
+    take_over({&target, to, to + bytes[i].size(), pieces[i].owner});
+    done.push_back({{from_base + pieces[i].begin, from_base + pieces[i].end}, target.base() + to, &target});
   }
   compose(moves, done);
+}
+
+bool SharedArena::move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves) {
+  Buffer& buffer = *chunks_[chunk];
+  std::vector<std::vector<std::byte>> bytes;
+  if (!read_pieces(buffer, keep, bytes)) return false;
+  write_at_end(buffer, buffer.base(), keep, bytes, moves);
   return true;
 }
 
 Result<bool> SharedArena::regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep,
                                          std::vector<Move>& moves) {
   Buffer& old = *chunks_[chunk];
-  std::vector<std::vector<std::byte>> bytes(keep.size());
-  for (std::size_t i = 0; i < keep.size(); ++i) {
-    bytes[i].resize(keep[i].end - keep[i].begin);
-    if (!old.read(keep[i].begin, bytes[i].size(), bytes[i].data())) return false;
-  }
+  std::vector<std::vector<std::byte>> bytes;
+  if (!read_pieces(old, keep, bytes)) return false;
   std::byte* old_base = old.base();
   const Bytes old_size = old.size();
   // Free, then allocate: the bytes being kept wait in host memory meanwhile.
@@ -258,17 +267,7 @@ Result<bool> SharedArena::regrow_keeping(std::size_t chunk, Bytes size, const st
     }
     return grown;
   }
-  Buffer& fresh = *chunks_[chunk];
-  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
-  Bytes to = fresh.size() / alignment * alignment;
-  std::vector<Move> done;
-  for (std::size_t i = keep.size(); i-- > 0;) {
-    to -= align_up(bytes[i].size(), alignment);
-    fresh.write(to, bytes[i].size(), bytes[i].data());
-    take_over({&fresh, to, to + bytes[i].size(), keep[i].owner});
-    done.push_back({{old_base + keep[i].begin, old_base + keep[i].end}, fresh.base() + to, &fresh});
-  }
-  compose(moves, done);
+  write_at_end(*chunks_[chunk], old_base, keep, bytes, moves);
   return true;
 }
 

@@ -142,6 +142,12 @@ class SharedArena {
   // Copies the pieces of `keep` (in chunk `chunk`, ascending) to the chunk's end, packed: appends
   // their moves. False, with nothing changed, when the chunk cannot be read from here.
   bool move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves);
+  // The bytes of `pieces` (in `buffer`); false when the buffer cannot be read from here.
+  static bool read_pieces(Buffer& buffer, const std::vector<Owned>& pieces, std::vector<std::vector<std::byte>>& bytes);
+  // Writes `bytes` (of `pieces`, ascending, which lay at `from_base`) packed at `target`'s end,
+  // still their owners', and appends their moves.
+  void write_at_end(Buffer& target, std::byte* from_base, const std::vector<Owned>& pieces,
+                    const std::vector<std::vector<std::byte>>& bytes, std::vector<Move>& moves);
   // Another member's memory that `member` reads, by chunk and offsets, in ascending order with
   // overlaps merged; an error for a read of memory no single member holds.
   Result<std::vector<Owned>> kept_reads(MemberId member, const std::vector<AddressRange>& reads) const;
