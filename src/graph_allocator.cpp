@@ -48,8 +48,7 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
       // now, or what has no address yet (memory elsewhere, allocated by another graph).
       Bytes unaddressed = 0;
       const std::vector<AddressRange> reads = reads_ != nullptr ? *reads_ : existing_memory(graph, &unaddressed);
-      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, reads, unaddressed, reads_ != nullptr);
-          !s) {
+      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, reads, unaddressed, reads_ != nullptr); !s) {
         return {s.code(), "reserve: " + s.message() + restore_buffers(replaced)};
       }
       continue;
@@ -201,8 +200,9 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
   std::vector<AddressRange> ranges;
   std::vector<TensorId> unaddressed;
   if (without_address != nullptr) *without_address = 0;
-  // Most graphs read no memory that exists without an owner elsewhere in the walk: one pass
-  // over the tensors says so before the walk over every edge.
+  // Most allocs find no memory that exists with an address to look at (the drop-in leaves the
+  // address only on memory in an arena): one pass over the tensors says so before the walk
+  // over every edge.
   if (std::none_of(graph.tensors.begin(), graph.tensors.end(), [&](const Tensor& t) {
         return t.has_memory && !t.is_view() && (t.data != nullptr || without_address != nullptr);
       })) {
@@ -230,11 +230,13 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
     add(id);
     for (TensorId src : graph[id].src) add(src);
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const AddressRange& a, const AddressRange& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
-  ranges.erase(std::unique(ranges.begin(), ranges.end(),
-                           [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; }),
-               ranges.end());
+  std::sort(ranges.begin(), ranges.end(), [](const AddressRange& a, const AddressRange& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+  });
+  ranges.erase(
+      std::unique(ranges.begin(), ranges.end(),
+                  [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; }),
+      ranges.end());
   if (without_address != nullptr) {
     std::sort(unaddressed.begin(), unaddressed.end());
     unaddressed.erase(std::unique(unaddressed.begin(), unaddressed.end()), unaddressed.end());
@@ -386,19 +388,21 @@ Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std
   }
   const auto a = static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)]);
   if (arena_of_[a].arena() != nullptr) {
-    return failed_precondition("join: buffer id " + std::to_string(id) + " already takes its buffers from shared arena '" +
-                               arena_of_[a].arena()->name() + "'");
+    return failed_precondition("join: buffer id " + std::to_string(id) +
+                               " already takes its buffers from shared arena '" + arena_of_[a].arena()->name() + "'");
   }
   if (reserved_once_[a]) {
-    return failed_precondition("join: buffer id " + std::to_string(id) +
-                               " already has buffers of its own (it was reserved); join arenas before the first reserve");
+    return failed_precondition(
+        "join: buffer id " + std::to_string(id) +
+        " already has buffers of its own (it was reserved); join arenas before the first reserve");
   }
   const BufferType& mine = *types_[static_cast<std::size_t>(id)];
   const BufferType& theirs = arena->type();
-  if (&mine != &theirs &&
-      (mine.name() != theirs.name() || mine.alignment() != theirs.alignment() || mine.max_size() != theirs.max_size())) {
+  if (&mine != &theirs && (mine.name() != theirs.name() || mine.alignment() != theirs.alignment() ||
+                           mine.max_size() != theirs.max_size())) {
     auto describe = [](const BufferType& t) {
-      return t.name() + " (alignment " + std::to_string(t.alignment()) + ", max size " + std::to_string(t.max_size()) + ")";
+      return t.name() + " (alignment " + std::to_string(t.alignment()) + ", max size " + std::to_string(t.max_size()) +
+             ")";
     };
     return invalid_argument("join: shared arena '" + arena->name() + "' holds buffers of type " + describe(theirs) +
                             ", but buffer id " + std::to_string(id) + " is of type " + describe(mine));

@@ -128,8 +128,10 @@ Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
       // Chunks stay contiguous from 0: this one and those after it go.
       for (std::size_t c = chunk + 1; c < chunks_.size(); ++c) forget_chunk(chunks_[c].get());
       chunks_.resize(chunk);
-      return {fresh.status().code(), what + "; its previous size could not be allocated again either, so the arena "
-                                            "holds " + std::to_string(chunk) + " chunks and grows again on the next alloc"};
+      return {fresh.status().code(), what +
+                                         "; its previous size could not be allocated again either, so the arena "
+                                         "holds " +
+                                         std::to_string(chunk) + " chunks and grows again on the next alloc"};
     }
     return {fresh.status().code(), what};
   }
@@ -434,7 +436,8 @@ void SharedArena::take_over(const Owned& region) {
 
 bool SharedArena::holds(MemberId member) const {
   std::lock_guard lock(mutex_);
-  auto entry = std::find_if(last_placed_.begin(), last_placed_.end(), [member](const auto& m) { return m.first == member; });
+  auto entry =
+      std::find_if(last_placed_.begin(), last_placed_.end(), [member](const auto& m) { return m.first == member; });
   if (entry == last_placed_.end()) return false;
   for (const Owned& region : entry->second) {
     const Owned* owner = owner_of(region);

@@ -202,8 +202,8 @@ class GraphAllocator {
   // The ranges of the memory that exists that the graph reads (those an arena may hold), and
   // the bytes it reads from memory that exists but has no address yet.
   [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph, Bytes* without_address = nullptr);
-  std::vector<Membership> arena_of_;          // per allocator; empty membership: its own buffers
-  std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
+  std::vector<Membership> arena_of_;                  // per allocator; empty membership: its own buffers
+  std::vector<std::vector<Bytes>> arena_needs_;       // per allocator in an arena: its planned chunk sizes
   const std::vector<AddressRange>* reads_ = nullptr;  // set by alloc while it reserves again
 };
 

@@ -169,7 +169,7 @@ class SharedArena {
   std::vector<std::unique_ptr<Buffer>> retired_;  // old chunks still holding tensors being read
   std::vector<Owned> owned_;                      // who holds which memory, disjoint ranges
   std::vector<std::pair<MemberId, std::string>> members_;
-  std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;  // per member
+  std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;   // per member
   std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;  // a reserve's, for the next place
   MemberId next_member_ = 1;
   std::uint64_t growths_ = 0;

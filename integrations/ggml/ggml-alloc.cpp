@@ -244,7 +244,8 @@ struct ShareScope {
   std::string name;
   bool open = false;
   ~ShareScope() {
-    if (open) GGML_LOG_ERROR("galloc_ggml_share_begin: share group '%s' was never closed on this thread\n", name.c_str());
+    if (open)
+      GGML_LOG_ERROR("galloc_ggml_share_begin: share group '%s' was never closed on this thread\n", name.c_str());
   }
 };
 thread_local ShareScope share_scope;
@@ -546,9 +547,10 @@ bool galloc_ggml_share_begin(const char* name) {
     return false;
   }
   if (share_scope.open) {
-    GGML_LOG_ERROR("%s: share group '%s' is already open on this thread; close it (galloc_ggml_share_end) before "
-                   "opening '%s'\n",
-                   __func__, share_scope.name.c_str(), name);
+    GGML_LOG_ERROR(
+        "%s: share group '%s' is already open on this thread; close it (galloc_ggml_share_end) before "
+        "opening '%s'\n",
+        __func__, share_scope.name.c_str(), name);
     return false;
   }
   try {

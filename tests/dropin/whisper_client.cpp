@@ -15,8 +15,8 @@
 //
 // With "share" as the third argument the run opens a share group around each context
 // (galloc-ggml.h), so the four graphs of its state share one compute buffer.
-#include <cinttypes>
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

@@ -119,7 +119,8 @@ class PlannedMemory final : public Memory {
       if (tensor.has_memory) {
         own_[t].assign(n + 1, std::byte{0x33});
         own_defined_[t].assign(n + 1, 0);
-        auto* data = in_place != nullptr && tensor.data != nullptr ? static_cast<std::byte*>(tensor.data) : own_[t].data();
+        auto* data =
+            in_place != nullptr && tensor.data != nullptr ? static_cast<std::byte*>(tensor.data) : own_[t].data();
         roots_[t] = Window{data, own_defined_[t].data(), n};
         continue;
       }

@@ -27,8 +27,8 @@
 // tensor, the byte and where the plan put it.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -182,7 +182,7 @@ TEST(SharedArena, CheckedModePoisonsWhatAnAllocTakesOver) {
   ASSERT_TRUE(first.alloc(a.graph()).is_ok());
   EXPECT_TRUE(first.check_allocation().is_ok());
   std::memset(a.graph()[a.x].data, 0x11, tensor_nbytes(a.graph()[a.x]));  // a's input, set by the app
-  ASSERT_TRUE(second.alloc(b.graph()).is_ok());  // b's alloc before a computes: a violation
+  ASSERT_TRUE(second.alloc(b.graph()).is_ok());                           // b's alloc before a computes: a violation
   EXPECT_TRUE(all_bytes(a.graph()[a.x].data, tensor_nbytes(a.graph()[a.x]), 0xFF));
   const Status stale = first.check_allocation();
   ASSERT_FALSE(stale.is_ok());
