@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -231,6 +232,10 @@ ArenaRegistry& arena_registry() {
 std::shared_ptr<DropinArena> arena_for(const std::string& name, ggml_backend_buffer_type_t buft) {
   ArenaRegistry& registry = arena_registry();
   std::lock_guard lock(registry.mutex);
+  // Arenas whose last member is gone leave no entry behind (an app may name a group per state).
+  for (auto it = registry.arenas.begin(); it != registry.arenas.end();) {
+    it = it->second.expired() ? registry.arenas.erase(it) : std::next(it);
+  }
   std::weak_ptr<DropinArena>& slot = registry.arenas[{name, buft}];
   if (auto existing = slot.lock()) return existing;
   auto arena = std::make_shared<DropinArena>(buft, name);
