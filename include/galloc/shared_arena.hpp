@@ -3,7 +3,8 @@
 // whisper.cpp keeps four graphs per state (conv, encode, cross, decode), each with its own
 // allocator, so a process holds the sum of four compute buffers although only one graph runs
 // at a time. Allocators that join one SharedArena take their buffers from it instead: the
-// arena's chunks are as large as the largest member needs, not the sum.
+// arena's chunks are as large as the largest member needs (plus what it reads from another
+// member, below), not the sum.
 //
 //   auto arena = std::make_shared<galloc::SharedArena>(cpu, "whisper");
 //   galloc::GraphAllocator conv({&cpu}), encode({&cpu});
@@ -31,7 +32,8 @@
 //     covers whole cannot be told from that member's own output by its address; the checked
 //     mode catches that case too (below).
 //   - Checked mode (set_checked, for tests and debugging): each alloc fills the memory it takes
-//     over from other members with 0xFF bytes (NaN as f32 and f16), so a member that computes
+//     over from other members with 0xFF bytes (NaN as f32 and f16; where Buffer::fill can
+//     write it, which is host memory), so a member that computes
 //     after another member's alloc reads poison and its results are visibly wrong; and
 //     GraphAllocator::check_allocation reports whether a member's tensors are still its own.
 //   - Arenas are independent: members of different arenas may run at the same time on different

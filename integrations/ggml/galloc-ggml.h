@@ -19,7 +19,7 @@
  * conv output): those are kept in place until that member has run. An alloc that would read
  * memory another member has since taken over fails with an error in ggml's log. With
  * GALLOC_SHARE_CHECK=1 every alloc also fills what it takes over from other members with 0xFF
- * (NaN), so a member computing out of turn gives visibly wrong results.
+ * (NaN; host buffers), so a member computing out of turn gives visibly wrong results.
  *
  * ggml_gallocr_get_buffer_size keeps reporting each allocator's own need; the drop-in logs
  * the arena's size each time it grows. Packages that rename ggml's symbols (lm_ggml_,
