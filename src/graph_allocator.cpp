@@ -32,9 +32,19 @@ GraphAllocator::GraphAllocator(GraphAllocator&&) noexcept = default;
 GraphAllocator& GraphAllocator::operator=(GraphAllocator&&) noexcept = default;
 
 Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {
+  return reserve_keeping(graph, assignment, nullptr);
+}
+
+Status GraphAllocator::reserve_keeping(const Graph& graph, const BufferAssignment& assignment,
+                                       const std::vector<AddressRange>* alloc_reads) {
   auto planned = plan_graph(graph, types_, assignment, options_.placement);
   if (!planned) return planned.status();
   const Plan& plan = planned->plan;
+  // For the allocators in an arena: room beside each for what it reads from other members,
+  // what lies in the arena now or has no address yet (memory elsewhere, another graph's).
+  // alloc passes what it is about to read, which the arena then keeps.
+  std::optional<std::vector<AddressRange>> reads;
+  Bytes unaddressed = 0;
 
   // Every allocator whose buffer must grow frees its chunks before allocating the new ones, as
   // ggml does: the process never holds the old and the new buffer at once.
@@ -44,11 +54,9 @@ Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assig
     if (buffer.shared) continue;
     const auto a = static_cast<std::size_t>(buffer.allocator);
     if (SharedArena* arena = arena_of_[a].arena()) {
-      // Room beside the member for what it reads from other members: what lies in the arena
-      // now, or what has no address yet (memory elsewhere, allocated by another graph).
-      Bytes unaddressed = 0;
-      const std::vector<AddressRange> reads = reads_ != nullptr ? *reads_ : existing_memory(graph, &unaddressed);
-      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, reads, unaddressed, reads_ != nullptr); !s) {
+      if (!reads) reads = alloc_reads != nullptr ? *alloc_reads : existing_memory(graph, &unaddressed);
+      if (Status s = arena->reserve(arena_of_[a].id(), buffer.chunk_sizes, *reads, unaddressed, alloc_reads != nullptr);
+          !s) {
         return {s.code(), "reserve: " + s.message() + restore_buffers(replaced)};
       }
       continue;
@@ -258,10 +266,7 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
                                  " buffer ids; call reserve with the node and leaf buffer ids first");
     }
     if (sink != nullptr) GALLOC_RETURN_IF_ERROR(sink->before_reserve(graph));
-    reads_ = &reads;
-    const Status reserved = reserve(graph);
-    reads_ = nullptr;
-    GALLOC_RETURN_IF_ERROR(reserved);
+    GALLOC_RETURN_IF_ERROR(reserve_keeping(graph, {}, &reads));
   }
   for (std::size_t a = 0; a < buffers_.size(); ++a) {
     if (SharedArena* arena = arena_of_[a].arena()) {

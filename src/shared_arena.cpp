@@ -66,11 +66,6 @@ void SharedArena::set_checked(bool checked) {
   checked_ = checked;
 }
 
-bool SharedArena::checked() const {
-  std::lock_guard lock(mutex_);
-  return checked_;
-}
-
 SharedArena::MemberId SharedArena::add_member(std::string who) {
   std::lock_guard lock(mutex_);
   const MemberId id = next_member_++;

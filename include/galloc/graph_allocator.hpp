@@ -116,6 +116,9 @@ class GraphAllocator {
   // old chunk sizes): allocates those sizes again, or drops the plan when that fails too.
   // Returns how the failure ended, for the error message.
   std::string restore_buffers(const std::vector<std::pair<std::size_t, std::vector<Bytes>>>& replaced);
+  // reserve, from alloc with what the graph reads (kept by an arena that must grow), or not.
+  Status reserve_keeping(const Graph& graph, const BufferAssignment& assignment,
+                         const std::vector<AddressRange>* alloc_reads);
   // Records what alloc must check and write for the graph just reserved.
   void record_replay(const Graph& graph, const Lifetimes& lifetimes);
   // alloc's first half: reserves again when the graph no longer fits (telling the sink first),
@@ -202,9 +205,8 @@ class GraphAllocator {
   // The ranges of the memory that exists that the graph reads (those an arena may hold), and
   // the bytes it reads from memory that exists but has no address yet.
   [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph, Bytes* without_address = nullptr);
-  std::vector<Membership> arena_of_;                  // per allocator; empty membership: its own buffers
-  std::vector<std::vector<Bytes>> arena_needs_;       // per allocator in an arena: its planned chunk sizes
-  const std::vector<AddressRange>* reads_ = nullptr;  // set by alloc while it reserves again
+  std::vector<Membership> arena_of_;             // per allocator; empty membership: its own buffers
+  std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
 };
 
 }  // namespace galloc

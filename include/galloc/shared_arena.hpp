@@ -90,7 +90,6 @@ class SharedArena {
   // How many times a chunk was allocated larger; an adapter logs the size when this changes.
   [[nodiscard]] std::uint64_t growth_count() const;
   void set_checked(bool checked);
-  [[nodiscard]] bool checked() const;
 
   // ---- for GraphAllocator (its members); the contract above is stated in their terms.
 
