@@ -165,6 +165,12 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   }
   visit_order_.clear();
   for (TensorId id : lifetimes.read_order) visit_order_.push_back(scratch_[static_cast<std::size_t>(id)]);
+  existing_readers_.clear();
+  for (const ReplaySlot& slot : slots_) {
+    const Tensor& tensor = graph[slot.id];
+    const bool is_view = tensor.is_view() && graph.contains(tensor.view_src);
+    if (is_view ? graph[tensor.view_src].has_memory : tensor.has_memory) existing_readers_.push_back(slot.id);
+  }
 }
 
 Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const BufferAssignment& assignment) const {
@@ -175,7 +181,44 @@ Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const Buf
   return sizes;
 }
 
-bool GraphAllocator::needs_reserve(const Graph& graph) const {
+bool GraphAllocator::needs_reserve(const Graph& graph) const { return needs_reserve_reading(graph, nullptr); }
+
+namespace {
+
+// The memory that exists, with an address, that reading tensor `id` reads (a view's through
+// its root); a root that has memory but no address yet goes to `unaddressed`.
+void add_existing(const Graph& graph, TensorId id, std::vector<AddressRange>& ranges,
+                  std::vector<TensorId>* unaddressed) {
+  if (!graph.contains(id)) return;
+  const Tensor& tensor = graph[id];
+  const Tensor* root = &tensor;
+  Bytes offset = 0;
+  if (tensor.is_view() && graph.contains(tensor.view_src)) {
+    root = &graph[tensor.view_src];
+    offset = tensor.view_offs;
+  }
+  if (!root->has_memory) return;
+  if (root->data == nullptr) {
+    if (unaddressed != nullptr) unaddressed->push_back(tensor.is_view() ? tensor.view_src : id);
+    return;
+  }
+  std::byte* begin = static_cast<std::byte*>(root->data) + offset;
+  ranges.push_back({begin, begin + tensor_nbytes(tensor)});
+}
+
+void sort_unique(std::vector<AddressRange>& ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const AddressRange& a, const AddressRange& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+  });
+  ranges.erase(
+      std::unique(ranges.begin(), ranges.end(),
+                  [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; }),
+      ranges.end());
+}
+
+}  // namespace
+
+bool GraphAllocator::needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads) const {
   if (!plan_) return true;
   if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
       graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_ ||
@@ -187,6 +230,8 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
   // read if every node keeps its op and sources. Each read tensor must also keep its view
   // source and flags and still fit its slot; one that had memory or was a view at reserve
   // time and now needs memory has no slot.
+  if (reads != nullptr) reads->clear();
+  bool gained_memory = false;  // a tensor planned at reserve that has memory now
   for (const ReplaySlot& slot : slots_) {
     const Tensor& t = graph[slot.id];
     if (t.view_src != slot.view_src || (t.flags & kWalkFlags) != slot.flags) return true;
@@ -194,9 +239,20 @@ bool GraphAllocator::needs_reserve(const Graph& graph) const {
       const NodeShape& shape = node_shapes_[static_cast<std::size_t>(slot.shape)];
       if (t.op != shape.op || !detail::same_sources(t, shape.src)) return true;
     }
-    if (t.has_memory || t.is_view()) continue;
+    if (t.has_memory || t.is_view()) {
+      gained_memory = gained_memory || (slot.buffer >= 0 && t.has_memory);
+      continue;
+    }
     if (slot.buffer < 0) return true;
     if (types_[static_cast<std::size_t>(slot.buffer)]->alloc_size(t) > slot.size) return true;
+  }
+  if (reads != nullptr) {
+    if (gained_memory) {
+      *reads = existing_memory(graph);  // it and its views may read anything now
+    } else {
+      for (TensorId id : existing_readers_) add_existing(graph, id, *reads, nullptr);
+      sort_unique(*reads);
+    }
   }
   return false;
 }
@@ -207,44 +263,13 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
   // intermediates reached through a source pointer.
   std::vector<AddressRange> ranges;
   std::vector<TensorId> unaddressed;
-  if (without_address != nullptr) *without_address = 0;
-  // Most allocs find no memory that exists with an address to look at (the drop-in leaves the
-  // address only on memory in an arena): one pass over the tensors says so before the walk
-  // over every edge.
-  if (std::none_of(graph.tensors.begin(), graph.tensors.end(), [&](const Tensor& t) {
-        return t.has_memory && !t.is_view() && (t.data != nullptr || without_address != nullptr);
-      })) {
-    return ranges;
-  }
-  auto add = [&](TensorId id) {
-    if (!graph.contains(id)) return;
-    const Tensor& tensor = graph[id];
-    const Tensor* root = &tensor;
-    Bytes offset = 0;
-    if (tensor.is_view() && graph.contains(tensor.view_src)) {
-      root = &graph[tensor.view_src];
-      offset = tensor.view_offs;
-    }
-    if (!root->has_memory) return;
-    if (root->data == nullptr) {
-      unaddressed.push_back(tensor.is_view() ? tensor.view_src : id);
-      return;
-    }
-    std::byte* begin = static_cast<std::byte*>(root->data) + offset;
-    ranges.push_back({begin, begin + tensor_nbytes(tensor)});
-  };
-  for (TensorId id : graph.leafs) add(id);
+  std::vector<TensorId>* unaddressed_out = without_address != nullptr ? &unaddressed : nullptr;
+  for (TensorId id : graph.leafs) add_existing(graph, id, ranges, unaddressed_out);
   for (TensorId id : graph.nodes) {
-    add(id);
-    for (TensorId src : graph[id].src) add(src);
+    add_existing(graph, id, ranges, unaddressed_out);
+    for (TensorId src : graph[id].src) add_existing(graph, src, ranges, unaddressed_out);
   }
-  std::sort(ranges.begin(), ranges.end(), [](const AddressRange& a, const AddressRange& b) {
-    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
-  });
-  ranges.erase(
-      std::unique(ranges.begin(), ranges.end(),
-                  [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; }),
-      ranges.end());
+  sort_unique(ranges);
   if (without_address != nullptr) {
     std::sort(unaddressed.begin(), unaddressed.end());
     unaddressed.erase(std::unique(unaddressed.begin(), unaddressed.end()), unaddressed.end());
@@ -256,10 +281,14 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
 
 Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
   const bool in_arena =
-      std::any_of(arena_of_.begin(), arena_of_.end(), [](const Membership& m) { return m.arena() != nullptr; });
+      std::any_of(arena_of_.begin(), arena_of_.end(), [](const Membership& m) { return m.arena() != nullptr; }) &&
+      (sink == nullptr || sink->may_read_arena_memory());
   // What the graph reads that may lie in an arena: another member's output, kept in place.
-  const std::vector<AddressRange> reads = in_arena ? existing_memory(graph) : std::vector<AddressRange>{};
-  if (needs_reserve(graph)) {
+  // The reservation check walks the same tensors, so it collects them while the graph fits.
+  std::vector<AddressRange> reads;
+  const bool stale = needs_reserve_reading(graph, in_arena ? &reads : nullptr);
+  if (stale && in_arena) reads = existing_memory(graph);
+  if (stale) {
     if (types_.size() != 1) {
       return failed_precondition("alloc: the graph does not fit the reservation and there are " +
                                  std::to_string(types_.size()) +

@@ -55,6 +55,10 @@ class AllocSink {
     (void)id, (void)address;
     return Status::ok();
   }
+  // Whether a tensor of the graph may lie in a SharedArena's memory (another member's output
+  // it reads). An adapter that knows none does, having looked at every tensor's buffer while
+  // converting, answers false, and alloc does not look for them.
+  [[nodiscard]] virtual bool may_read_arena_memory() const { return true; }
 };
 
 struct GraphAllocatorOptions {
@@ -165,8 +169,11 @@ class GraphAllocator {
   std::vector<std::int32_t> reserved_node_groups_;  // and so do other groups
   bool reserved_inplace_across_buffers_ = true;     // and those rules
   bool reserved_inplace_through_views_ = false;
-  std::vector<ReplaySlot> slots_;           // in tensor id order
-  std::vector<std::int32_t> visit_order_;   // indices into slots_, in ggml's first-visit order
+  std::vector<ReplaySlot> slots_;          // in tensor id order
+  std::vector<std::int32_t> visit_order_;  // indices into slots_, in ggml's first-visit order
+  // The read tensors that read memory that existed at reserve (theirs or a view's root's):
+  // where an alloc looks for another arena member's output, rather than in every view.
+  std::vector<TensorId> existing_readers_;
   std::vector<NodeShape> node_shapes_;      // per node, in tensor id order
   std::vector<std::int32_t> scratch_;       // record_replay's, per tensor
   std::vector<Buffer*> chunk_buffers_;      // every chunk of every allocator; refreshed by alloc
@@ -205,6 +212,9 @@ class GraphAllocator {
   // The ranges of the memory that exists that the graph reads (those an arena may hold), and
   // the bytes it reads from memory that exists but has no address yet.
   [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph, Bytes* without_address = nullptr);
+  // needs_reserve; while it is false, `reads` gets existing_memory(graph), from the readers
+  // the reservation recorded unless a planned tensor has memory now.
+  [[nodiscard]] bool needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads) const;
   std::vector<Membership> arena_of_;             // per allocator; empty membership: its own buffers
   std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
 };

@@ -203,6 +203,8 @@ struct Converted {
   // that have no memory yet: memory that exists elsewhere (another graph's output, as
   // whisper.cpp's encoder reads the conv graph's), resolved when alloc_graph meets the view.
   std::vector<TensorId> memory_elsewhere;
+  // How many of the graph's tensors lie in the shared arenas' buffers; 0: alloc need not look.
+  std::size_t in_arena = 0;
 
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
@@ -263,17 +265,18 @@ void fill_details(Converted& out) {
 }
 
 // What a shared arena reads at alloc (GraphAllocator::existing_memory), which alloc_graph's
-// conversion otherwise skips: shape, view offset and data of the tensors with memory and of
-// the views (another graph's output is read through them). Only memory in one of
-// `arena_buffers` keeps its data: the rest (weights, caches) is none of the arena's business,
-// and a buffer type without real addresses could make it look like the arena's.
+// conversion otherwise skips: shape, view offset and data of the tensors whose memory (a
+// view's: its root's) lies in one of `arena_buffers`; counts them in Converted::in_arena. The
+// rest (weights, caches) keeps no data: it is none of the arena's business, and a buffer type
+// without real addresses could make it look like the arena's.
 void fill_memory_details(Converted& out, const std::vector<ggml_backend_buffer_t>& arena_buffers) {
+  out.in_arena = 0;
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
-    galloc::Tensor& g = out.graph.tensors[i];
-    if (!g.has_memory && !g.is_view()) continue;
     const ggml_tensor* t = out.ggml[i];
+    galloc::Tensor& g = out.graph.tensors[i];
     const ggml_tensor* root = t->view_src != nullptr ? t->view_src : t;
-    if (std::find(arena_buffers.begin(), arena_buffers.end(), root->buffer) == arena_buffers.end()) {
+    if (root->buffer == nullptr ||
+        std::find(arena_buffers.begin(), arena_buffers.end(), root->buffer) == arena_buffers.end()) {
       g.data = nullptr;
       continue;
     }
@@ -283,6 +286,7 @@ void fill_memory_details(Converted& out, const std::vector<ggml_backend_buffer_t
     }
     g.view_offs = static_cast<Bytes>(t->view_offs);
     g.data = t->data;
+    ++out.in_arena;
   }
 }
 
@@ -312,15 +316,23 @@ enum class Details { kFill, kSkip };
 // Leafs get the first ids, then nodes, in list order; then every tensor they reach through
 // src and view_src, in the order they are found. The same graph topology gives the same ids.
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
-// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
-galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill);
+// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details
+// except, for the tensors in `arena_buffers` (a shared arena's), fill_memory_details'.
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill,
+                             const std::vector<ggml_backend_buffer_t>& arena_buffers = {});
 
 // A graph with the last conversion's topology (the same leaf and node lists, the same
 // source and view source pointers in every tensor) gets the same ids, so only the fields
 // that are not edges are read again; without the hash lookups this is most of the gap to
 // upstream's alloc_graph, which rebuilds a ggml graph of the same shape every time.
-// false (and nothing of `out` to rely on but its ids) when the topology differs.
-bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::Status& status) {
+// false (and nothing of `out` to rely on but its ids) when the topology differs. With
+// kSharing (the allocator is in a shared arena) it also counts the tensors with memory of
+// their own in `arena_buffers` (a view's root is a tensor of the graph too), and only when
+// there are any does fill_memory_details write theirs: usually there are none. A separate
+// instance keeps the loop of the usual case as tight as it was.
+template <bool kSharing>
+bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
+                             const std::vector<ggml_backend_buffer_t>& arena_buffers, galloc::Status& status) {
   if (!out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
       static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
     return false;
@@ -333,6 +345,11 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::
     if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])])
       return false;
   }
+  // locals, which the stores into the tensors below cannot alias
+  const ggml_backend_buffer_t* const arena_begin = arena_buffers.data();
+  const ggml_backend_buffer_t* const arena_end = arena_begin + arena_buffers.size();
+  std::size_t in_arena = 0;
+  ggml_backend_buffer_t outside = nullptr;  // the last buffer met that is not the arena's
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     const Converted::Edges& edges = out.edges[i];
@@ -348,8 +365,20 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out, galloc::
     g.op = op_of(t->op);
     g.flags = flags_of(t);
     g.has_memory = has_memory(t, MemoryRule::kGraph);
+    // while the tensor is at hand, rather than in a second pass over the graph
+    if constexpr (kSharing) {
+      // weights come in runs of one buffer: one search per run
+      if (t->view_src == nullptr && t->buffer != nullptr && t->buffer != outside) {
+        if (std::find(arena_begin, arena_end, t->buffer) != arena_end) {
+          ++in_arena;
+        } else {
+          outside = t->buffer;
+        }
+      }
+    }
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
+  if (kSharing && in_arena != 0) fill_memory_details(out, arena_buffers);
   status = galloc::Status::ok();
   return true;
 }
@@ -386,9 +415,13 @@ void mark_memory_elsewhere(Converted& out) {
 // src and view_src, in the order they are found. The same graph topology gives the same ids.
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
 // sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
-galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details) {
+galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details,
+                             const std::vector<ggml_backend_buffer_t>& arena_buffers) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
-  if (galloc::Status status; reconvert_same_topology(cgraph, out, status)) {
+  out.in_arena = 0;
+  galloc::Status status;
+  if (arena_buffers.empty() ? reconvert_same_topology<false>(cgraph, out, arena_buffers, status)
+                            : reconvert_same_topology<true>(cgraph, out, arena_buffers, status)) {
     if (status && details == Details::kFill) fill_details(out);
     return status;
   }
@@ -431,6 +464,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   mark_memory_elsewhere(out);
   out.edges_valid = true;
   if (details == Details::kFill) fill_details(out);
+  if (details == Details::kSkip && !arena_buffers.empty()) fill_memory_details(out, arena_buffers);
   return galloc::Status::ok();
 }
 

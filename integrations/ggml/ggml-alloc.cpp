@@ -277,6 +277,7 @@ struct ggml_gallocr {
   std::vector<std::unique_ptr<GgmlBufferType>> types;  // per distinct buffer type
   Converted current;                                   // the graph being planned or allocated
   std::vector<std::shared_ptr<DropinArena>> arenas;    // the shared arenas it joined (before allocator)
+  std::vector<ggml_backend_buffer_t> arena_buffers;    // their buffers at the last alloc_graph
   std::unique_ptr<galloc::GraphAllocator> allocator;
   std::string dump_dir;
   int dumps = 0;
@@ -400,6 +401,9 @@ class InitTensors final : public galloc::AllocSink {
     return galloc::Status::ok();
   }
 
+  // convert_graph counted them (none, unless the graph reads another member's output).
+  [[nodiscard]] bool may_read_arena_memory() const override { return galloc_->current.in_arena != 0; }
+
   [[nodiscard]] bool reserved() const { return reserved_; }
 
  private:
@@ -499,18 +503,15 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       GGML_LOG_ERROR("%s: the allocator is NULL\n", __func__);
       return false;
     }
-    if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip); !s) {
+    galloc->arena_buffers.clear();
+    for (const auto& shared : galloc->arenas) {
+      for (const galloc::Buffer* buffer : shared->arena.buffers()) {
+        galloc->arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
+      }
+    }
+    if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip, galloc->arena_buffers); !s) {
       log_error(__func__, s);
       return false;
-    }
-    if (!galloc->arenas.empty()) {
-      std::vector<ggml_backend_buffer_t> arena_buffers;
-      for (const auto& shared : galloc->arenas) {
-        for (const galloc::Buffer* buffer : shared->arena.buffers()) {
-          arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
-        }
-      }
-      fill_memory_details(galloc->current, arena_buffers);
     }
     // The graph as converted lacks what only planning reads; InitTensors fills it in when
     // the graph no longer fits the reservation and alloc plans it again (one buffer).

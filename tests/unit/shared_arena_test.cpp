@@ -67,10 +67,11 @@ Bytes own_size(const Graph& graph, const BufferType& type) {
   return *alone.buffer_size(0);
 }
 
-// Writes `value` into every planned tensor of the graph, as computing it would.
+// Writes `value` into every planned tensor of the graph that has no memory of its own now,
+// as computing it would.
 void compute(Graph& graph, const Plan& plan, unsigned char value) {
   for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
-    if (plan.tensors[t].planned() && graph.tensors[t].data != nullptr) {
+    if (plan.tensors[t].planned() && !graph.tensors[t].has_memory && graph.tensors[t].data != nullptr) {
       std::memset(graph.tensors[t].data, value, tensor_nbytes(graph.tensors[t]));
     }
   }
@@ -134,6 +135,32 @@ TEST(SharedArena, ATensorTheNextMemberReadsKeepsItsBytes) {
   const Bytes carried = align_up(tensor_nbytes(c.graph()[c.carried]), 64);
   EXPECT_LE(arena->size(), std::max(own_p, own_c) + carried);
   EXPECT_LT(arena->size(), own_p + own_c);
+}
+
+// A tensor the reserve planned that has memory by the alloc (the caller pointed it at another
+// member's output since) is kept like memory that existed at reserve.
+TEST(SharedArena, ATensorThatHasMemoryOnlyAtAllocIsKeptToo) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "late");
+  Producer p = producer(1000);
+  Consumer c = consumer(1000, 1200);
+  Graph& cg = c.graph();
+  cg[c.carried].has_memory = false;
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
+  ASSERT_TRUE(first.reserve(p.graph()).is_ok());
+  ASSERT_TRUE(second.reserve(cg).is_ok());
+  ASSERT_TRUE(second.plan()->tensors[static_cast<std::size_t>(c.carried)].planned());
+
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  compute(p.graph(), *first.plan(), 0x5A);
+  cg[c.carried].has_memory = true;
+  cg[c.carried].data = p.graph()[p.o].data;
+  ASSERT_FALSE(second.needs_reserve(cg));
+  ASSERT_TRUE(second.alloc(cg).is_ok());
+  compute(cg, *second.plan(), 0x21);
+  EXPECT_TRUE(all_bytes(cg[c.carried].data, tensor_nbytes(cg[c.carried]), 0x5A));
 }
 
 // A tensor that another member's alloc partly took over since it was written is reported.
