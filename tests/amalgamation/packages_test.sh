@@ -56,6 +56,7 @@ client() {
         package_rename "$ROOT/$tests/$name.cpp" "$out/client/$name.cpp"
         package_rename "$ROOT/tests/dropin/test_support.hpp" "$out/client/test_support.hpp"
         package_rename "$ROOT/tests/dropin/whisper_model.hpp" "$out/client/whisper_model.hpp"
+        package_rename "$ROOT/tests/dropin/llama_model.hpp" "$out/client/llama_model.hpp"
         local -a link=()
         local w
         for w in "${wraps[@]}"; do

@@ -37,6 +37,15 @@ inline std::string hex(std::uint64_t v) {
   return buf;
 }
 
+// The index of the largest of n values (greedy decoding).
+inline int argmax(const float* logits, int n) {
+  int best = 0;
+  for (int i = 1; i < n; ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  return best;
+}
+
 struct Rng {
   std::uint64_t s;
   explicit Rng(std::uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 1) {}

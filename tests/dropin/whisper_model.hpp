@@ -159,12 +159,4 @@ inline std::vector<float> synthetic_pcm(int n) {
   return pcm;
 }
 
-inline int argmax(const float* logits, int n_vocab) {
-  int best = 0;
-  for (int i = 1; i < n_vocab; ++i) {
-    if (logits[i] > logits[best]) best = i;
-  }
-  return best;
-}
-
 }  // namespace galloc::dropin_test

@@ -1,0 +1,87 @@
+// What the llama.cpp clients feed llama.cpp: a tiny llama model of random weights written
+// with gguf's API (tokenizer.ggml.model = no_vocab, so token ids go in directly), and flash
+// attention set in whichever form the llama.cpp generation has.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ggml.h"
+#include "gguf.h"
+#include "llama.h"
+#include "test_support.hpp"
+
+namespace galloc::dropin_test {
+
+constexpr int kVocab = 128, kEmbd = 64, kHead = 4, kHeadKv = 2, kFf = 160, kLayers = 2, kCtxTrain = 256;
+
+inline void write_llama_model(const std::string& path) {
+  gguf_context* g = gguf_init_empty();
+  gguf_set_val_str(g, "general.architecture", "llama");
+  gguf_set_val_str(g, "general.name", "galloc-tiny-llama");
+  gguf_set_val_u32(g, "llama.context_length", kCtxTrain);
+  gguf_set_val_u32(g, "llama.embedding_length", kEmbd);
+  gguf_set_val_u32(g, "llama.block_count", kLayers);
+  gguf_set_val_u32(g, "llama.feed_forward_length", kFf);
+  gguf_set_val_u32(g, "llama.attention.head_count", kHead);
+  gguf_set_val_u32(g, "llama.attention.head_count_kv", kHeadKv);
+  gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_set_val_u32(g, "llama.rope.dimension_count", kEmbd / kHead);
+  gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
+  gguf_set_val_u32(g, "llama.vocab_size", kVocab);
+  gguf_set_val_str(g, "tokenizer.ggml.model", "no_vocab");
+
+  const int head_dim = kEmbd / kHead;
+  ggml_init_params params{};
+  params.mem_size = 64 * 1024 * 1024;
+  params.no_alloc = false;
+  ggml_context* ctx = ggml_init(params);
+  Rng rng(42);
+  auto add = [&](const std::string& name, ggml_type type, std::int64_t ne0, std::int64_t ne1, float scale) {
+    ggml_tensor* t = ne1 == 0 ? ggml_new_tensor_1d(ctx, type, ne0) : ggml_new_tensor_2d(ctx, type, ne0, ne1);
+    ggml_set_name(t, name.c_str());
+    const std::int64_t n = ggml_nelements(t);
+    if (type == GGML_TYPE_F32) {
+      auto* f = static_cast<float*>(t->data);
+      for (std::int64_t i = 0; i < n; ++i) f[i] = ne1 == 0 ? 1.0f + rng.uniform(0.1f) : rng.uniform(scale);
+    } else {
+      auto* h = static_cast<ggml_fp16_t*>(t->data);
+      for (std::int64_t i = 0; i < n; ++i) h[i] = ggml_fp32_to_fp16(rng.uniform(scale));
+    }
+    gguf_add_tensor(g, t);
+  };
+  add("token_embd.weight", GGML_TYPE_F32, kEmbd, kVocab, 0.5f);
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", GGML_TYPE_F32, kEmbd, 0, 0);
+    add(b + "attn_q.weight", GGML_TYPE_F16, kEmbd, kEmbd, 0.2f);
+    add(b + "attn_k.weight", GGML_TYPE_F16, kEmbd, kHeadKv * head_dim, 0.2f);
+    add(b + "attn_v.weight", GGML_TYPE_F32, kEmbd, kHeadKv * head_dim, 0.2f);
+    add(b + "attn_output.weight", GGML_TYPE_F32, kEmbd, kEmbd, 0.2f);
+    add(b + "ffn_norm.weight", GGML_TYPE_F32, kEmbd, 0, 0);
+    add(b + "ffn_gate.weight", GGML_TYPE_F16, kEmbd, kFf, 0.2f);
+    add(b + "ffn_up.weight", GGML_TYPE_F32, kEmbd, kFf, 0.2f);
+    add(b + "ffn_down.weight", GGML_TYPE_F32, kFf, kEmbd, 0.2f);
+  }
+  add("output_norm.weight", GGML_TYPE_F32, kEmbd, 0, 0);
+  add("output.weight", GGML_TYPE_F16, kEmbd, kVocab, 0.3f);
+  if (!gguf_write_to_file(g, path.c_str(), false)) fail("cannot write " + path);
+  gguf_free(g);
+  ggml_free(ctx);
+}
+
+// Flash attention on or off. llama.cpp before late 2025 (cui-llama.rn 1.6.0) has a bool
+// flash_attn where later versions have the enum flash_attn_type; whichever exists is set.
+template <typename Params>
+auto set_flash_attn(Params& params, bool on, int) -> decltype(params.flash_attn_type, void()) {
+  // LLAMA_FLASH_ATTN_TYPE_ENABLED (1) or _DISABLED (0), named through the member's type: the
+  // enumerators do not exist where this overload is not chosen
+  using Type = decltype(params.flash_attn_type);
+  params.flash_attn_type = static_cast<Type>(on ? 1 : 0);
+}
+template <typename Params>
+void set_flash_attn(Params& params, bool on, long) {
+  params.flash_attn = on;
+}
+
+}  // namespace galloc::dropin_test
