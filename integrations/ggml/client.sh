@@ -5,6 +5,11 @@
 #
 # Defines NPM_SPEC, OUT_DIR, CXX, JOBS, CLIENT_SRC (the client's prepared sources, in the
 # package's cache beside ggml's), LIB_DIR, LIB and STAMP, plus everything package.sh defines.
+#
+# GALLOC_CLIENT_GGML_SPEC=OTHER_SPEC builds the client against the ggml that build.sh
+# prepared in OUT_DIR for another package: whisper.cpp and llama.cpp on one ggml in one
+# program, as whisper.cpp's talk-llama example links them. The client's sources still come
+# from NPM_SPEC, which build.sh need not have prepared (its prefix is read from its ggml.h).
 
 die()  { echo "$CLIENT-build: error: $*" >&2; exit 1; }
 step() { echo "$CLIENT-build: $*"; }
@@ -15,15 +20,22 @@ client_setup() {
     OUT_DIR=$(readlink -f "$2")
     CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
     JOBS=${GALLOC_JOBS:-2}
+    GGML_SPEC=${GALLOC_CLIENT_GGML_SPEC:-$NPM_SPEC}
     # shellcheck source=package.sh
     source "$(dirname "$SCRIPT_PATH")/package.sh"
     CLIENT_SRC=$PKG_CACHE/$CLIENT-src$SOURCES_SUFFIX
     LIB_DIR=$OUT_DIR/$CLIENT
     LIB=$LIB_DIR/lib$CLIENT.a
     STAMP=$LIB_DIR/.lib$CLIENT.stamp
-    [[ -f $PREPARED && -f $OUT_DIR/libggml-stock.a ]] \
-        || die "run integrations/ggml/build.sh $NPM_SPEC $OUT_DIR first"
-    grep -qx "spec=$NPM_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
+    if [[ $GGML_SPEC != "$NPM_SPEC" ]]; then
+        # ggml's prepared sources (SRC) are the other package's
+        SRC=$(NPM_SPEC=$GGML_SPEC; source "$(dirname "$SCRIPT_PATH")/package.sh"; echo "$SRC")
+        [[ -f $OUT_DIR/libggml-stock.a ]] || die "run integrations/ggml/build.sh $GGML_SPEC $OUT_DIR first"
+    else
+        [[ -f $PREPARED && -f $OUT_DIR/libggml-stock.a ]] \
+            || die "run integrations/ggml/build.sh $NPM_SPEC $OUT_DIR first"
+    fi
+    grep -qx "spec=$GGML_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
         || die "$OUT_DIR holds ggml for another package (see $OUT_DIR/.libggml-stock.stamp)"
     exec 9>"$PKG_CACHE/.$CLIENT.lock"
     if command -v flock >/dev/null 2>&1; then flock 9; fi
@@ -43,7 +55,11 @@ client_extract() {
 # UPPER stand for the prefix in lower and upper case, finds what must not be left.
 client_install() {
     local stage=$1 stamp_text=$2 left_pattern=$3 P left
-    P=$(sed -n 's/^prefix=//p' "$PREPARED")
+    if [[ -f $PREPARED ]]; then
+        P=$(sed -n 's/^prefix=//p' "$PREPARED")
+    else  # GALLOC_CLIENT_GGML_SPEC: build.sh never prepared this package
+        P=$(detect_prefix "$CLIENT_TMP/package/cpp/ggml.h")
+    fi
     if [[ -n $P && $AS_SHIPPED != 1 ]]; then
         local U=${P^^}
         find "$stage" -type f -print0 | xargs -0 sed -i -E \
