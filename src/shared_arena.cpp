@@ -330,10 +330,11 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
     }
     Bytes kept_bytes = 0;
     for (const Owned& k : in_chunk) kept_bytes += align_up(k.end - k.begin, alignment);
-    // Every member starts at offset 0, so that members reuse the same pages (what the
-    // process really touches) rather than spreading over the chunk. A member that reads
-    // something lying there has it moved to the chunk's end first (host memory); failing
-    // that, it goes to the lowest offset clear of what it reads.
+    // Members start as low as they can, so that they reuse the same pages (what the process
+    // really touches) rather than spreading over the chunk: at offset 0, or else at the lowest
+    // offset clear of what they read, which copies nothing (the chunk is as large as the
+    // largest member, so this stays within pages the largest touches whenever it fits). Only
+    // when no such offset exists is what they read moved to the chunk's end (host memory).
     const Bytes size = chunks_[c]->size();
     auto clear = [&](Bytes shift) {
       if (shift + need > size) return false;
@@ -342,8 +343,6 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
     };
     std::optional<Bytes> shift;
     if (clear(0)) {
-      shift = 0;
-    } else if (!in_chunk.empty() && need + kept_bytes <= size && move_to_end(c, in_chunk, placement.moves)) {
       shift = 0;
     } else {
       std::vector<Bytes> candidates;
@@ -355,6 +354,9 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
           shift = candidate;
           break;
         }
+      }
+      if (!shift && !in_chunk.empty() && need + kept_bytes <= size && move_to_end(c, in_chunk, placement.moves)) {
+        shift = 0;
       }
     }
     if (!shift) {

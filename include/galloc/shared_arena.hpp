@@ -18,12 +18,12 @@
 //     its alloc until another member's alloc, except the tensors the next member reads (memory
 //     that exists, lying in the arena, such as whisper's conv output read by the encoder):
 //     those stay valid until that member has run.
-//   - Where members go: every member starts at offset 0, so that they reuse the same pages. A
-//     member that reads something lying there has it moved to the chunk's end first (host
-//     memory: Buffer::read and write); the moved tensors' data is updated in the reader's graph
-//     and, through AllocSink::moved, in an adapter's tensors. Where memory cannot be moved, the
-//     reader takes the lowest offset clear of what it reads. A reserve sizes the arena for the
-//     member's need plus the bytes it reads that have no address yet or lie in the arena.
+//   - Where members go: as low as they can, so that they reuse the same pages: at offset 0, or
+//     the lowest offset clear of what they read (copying nothing). Where no offset is clear, what
+//     the member reads is moved to the chunk's end (host memory: Buffer::read and write); the
+//     moved tensors' data is updated in the reader's graph and, through AllocSink::moved, in an
+//     adapter's tensors. A reserve sizes the arena for the member's need plus the bytes it
+//     reads that have no address yet or lie in the arena.
 //   - What a member reads is recognised by address, so the arena's buffers must have real,
 //     distinct addresses (not NullBufferType's fake one) when members read memory that exists.
 //   - Every alloc checks what it reads from the arena: a tensor lying in memory that a later
