@@ -50,6 +50,10 @@ check "csv of graph plans" "$galloc" plan "$work/g.csv" --json
 check "json round trip" "$galloc" convert "$work/g.json" "$work/g2.json"
 check "same plan after round trip" bash -c "'$galloc' plan '$work/g2.json' --strategy ggml --json | python3 -c \"import json,sys; a=json.load(sys.stdin); b=json.load(open('$work/plan-ggml.json')); sys.exit(0 if a['peak_bytes']==b['peak_bytes'] and a['buffers'][0]['chunks']==b['buffers'][0]['chunks'] else 1)\""
 
+# A gzip'd graph file (as bench/graphs keeps captures) plans as the plain one does.
+gzip -c "$work/g.json" >"$work/g.json.gz"
+check "same plan from .json.gz" bash -c "'$galloc' plan '$work/g.json.gz' --strategy ggml --json | python3 -c \"import json,sys; a=json.load(sys.stdin); b=json.load(open('$work/plan-ggml.json')); sys.exit(0 if a['peak_bytes']==b['peak_bytes'] and a['buffers'][0]['chunks']==b['buffers'][0]['chunks'] else 1)\""
+
 # best with a capacity its heuristics miss: the exact search finds a fit, and --output writes
 # the solution as MiniMalloc CSV (checked here independently: no two rows live at once share
 # bytes); a capacity below the bound is an error, and then no file is written.
@@ -82,6 +86,9 @@ if "$galloc" plan "$work/bad.json" >"$work/out" 2>"$work/err"; then failed=$((fa
 elif grep -q "ne" "$work/err"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: bad json message"; cat "$work/err"; fi
 if "$galloc" plan "$work/missing.json" >"$work/out" 2>"$work/err"; then failed=$((failed + 1)); echo "FAIL: missing file accepted"; \
 else passed=$((passed + 1)); fi
+head -c 200 "$work/g.json.gz" >"$work/cut.json.gz"  # a gzip stream cut short
+if "$galloc" plan "$work/cut.json.gz" >"$work/out" 2>"$work/err"; then failed=$((failed + 1)); echo "FAIL: cut .json.gz accepted"; \
+elif grep -q "cut.json.gz" "$work/err"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: cut .json.gz message"; cat "$work/err"; fi
 if "$galloc" plan "$work/g.json" --strategy fastest >"$work/out" 2>"$work/err"; then failed=$((failed + 1)); echo "FAIL: bad strategy accepted"; \
 elif grep -q "fastest" "$work/err"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: bad strategy message"; fi
 
