@@ -1,0 +1,143 @@
+// How long ggml_gallocr_alloc_graph takes in real whisper.cpp with and without a shared
+// compute buffer (galloc-ggml.h), alternating in one process so that a busy machine slows
+// both alike. Each round loads a whisper context twice, once on its own buffers and once with
+// its four graphs in one share group (which one first alternates), and in each encodes a synthetic signal and decodes a
+// prompt and then tokens one at a time. The time of every ggml_gallocr_alloc_graph call comes
+// from -Wl,--wrap=ggml_gallocr_alloc_graph; the report gives, per graph kind, the median over
+// the rounds of the mean call time, and the shared/own ratio. The logits of both must be the same.
+//
+//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS]
+//
+// Linked against libggml-galloc.a only (GALLOC_STRATEGY applies, best by default here).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ggml-alloc.h"
+#include "ggml.h"
+#include "test_support.hpp"
+#include "whisper.h"
+#include "whisper_model.hpp"
+
+extern "C" {
+bool __real_ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph);
+bool galloc_ggml_share_begin(const char* name);
+bool galloc_ggml_share_end(void);
+}
+
+namespace {
+
+using namespace galloc::dropin_test;
+
+constexpr WhisperDims kTestDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
+constexpr WhisperDims kTiny{51864, 1500, 384, 6, 4, 448, 384, 6, 4, 80};
+constexpr WhisperDims kBase{51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80};
+constexpr WhisperDims kSmall{51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80};
+
+// Where the calls of the current step go: total microseconds and count, per step label.
+struct Timing {
+  std::string step;
+  std::map<std::string, std::pair<double, int>> per_step;
+};
+Timing& timing() {
+  static Timing t;
+  return t;
+}
+
+// One context from load to free; returns the mean alloc_graph time per step, and the logits'
+// hash of every decode step in `hashes`.
+std::map<std::string, double> run(const std::string& path, const WhisperDims& dims, bool share, int tokens,
+                                  const std::vector<float>& pcm, std::vector<std::string>& hashes) {
+  timing().per_step.clear();
+  whisper_context_params cp = whisper_context_default_params();
+  cp.use_gpu = false;
+  if (share && !galloc_ggml_share_begin("bench")) fail("galloc_ggml_share_begin");
+  whisper_context* ctx = whisper_init_from_file_with_params(path.c_str(), cp);
+  if (share && !galloc_ggml_share_end()) fail("galloc_ggml_share_end");
+  if (ctx == nullptr) fail("cannot load " + path);
+  timing().per_step.clear();  // what loading reserved is not alloc_graph's time here
+  if (whisper_pcm_to_mel(ctx, pcm.data(), static_cast<int>(pcm.size()), 1) != 0) fail("whisper_pcm_to_mel");
+  timing().step = "encode";
+  if (whisper_encode(ctx, 0, 1) != 0) fail("whisper_encode");
+  std::vector<whisper_token> prompt = {1, 17, 33, 5};
+  timing().step = "decode_prompt";
+  if (whisper_decode(ctx, prompt.data(), static_cast<int>(prompt.size()), 0, 1) != 0) fail("whisper_decode");
+  int n_past = static_cast<int>(prompt.size());
+  const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(prompt.size() - 1) * dims.vocab;
+  whisper_token next = argmax(logits, dims.vocab);
+  hashes.clear();
+  hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
+  timing().step = "decode_token";
+  for (int i = 0; i < tokens; ++i) {
+    if (whisper_decode(ctx, &next, 1, n_past++, 1) != 0) fail("whisper_decode");
+    logits = whisper_get_logits(ctx);
+    hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
+    next = argmax(logits, dims.vocab);
+  }
+  whisper_free(ctx);
+  std::map<std::string, double> mean;
+  for (const auto& [step, total] : timing().per_step) mean[step] = total.first / total.second;
+  return mean;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+extern "C" bool __wrap_ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool ok = __real_ggml_gallocr_alloc_graph(galloc, graph);
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  auto& [total, count] = timing().per_step[timing().step];
+  total += us;
+  ++count;
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) fail("usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS]");
+  const std::string path = argv[1], size = argv[2];
+  const WhisperDims dims = size == "tiny"    ? kTiny
+                           : size == "base"  ? kBase
+                           : size == "small" ? kSmall
+                           : size == "test"  ? kTestDims
+                                             : (fail("unknown size " + size), kTestDims);
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
+  const int tokens = argc > 4 ? std::atoi(argv[4]) : 16;
+  if (rounds < 1 || tokens < 1) fail("ROUNDS and TOKENS must be positive");
+  if (std::getenv("GALLOC_STRATEGY") == nullptr) setenv("GALLOC_STRATEGY", "best", 1);
+  whisper_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+  write_whisper_model(path, dims);
+  const std::vector<float> pcm = synthetic_pcm(4 * WHISPER_SAMPLE_RATE);
+
+  std::map<std::string, std::vector<double>> own, shared;
+  std::vector<std::string> own_hashes, shared_hashes;
+  for (int round = 0; round < rounds; ++round) {
+    // which goes first alternates, so that neither always runs on a warmer or colder machine
+    for (const bool share : {round % 2 == 1, round % 2 == 0}) {
+      for (const auto& [step, us] : run(path, dims, share, tokens, pcm, share ? shared_hashes : own_hashes)) {
+        (share ? shared : own)[step].push_back(us);
+      }
+    }
+    if (own_hashes != shared_hashes) fail("the shared run decoded other logits than the unshared one");
+  }
+  std::printf("whisper %s, ggml_gallocr_alloc_graph per call, median of %d rounds (us):\n", size.c_str(), rounds);
+  std::printf("%-14s %10s %10s %8s\n", "step", "own", "shared", "ratio");
+  for (const auto& [step, times] : own) {
+    const double a = median(times), b = median(shared[step]);
+    std::printf("%-14s %10.1f %10.1f %8.3f\n", step.c_str(), a, b, b / a);
+  }
+  std::printf("done\n");
+  return 0;
+}
