@@ -25,6 +25,7 @@ GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, Grap
   reserved_once_.assign(static_cast<std::size_t>(count), false);
   arena_of_.resize(static_cast<std::size_t>(count));
   arena_needs_.resize(static_cast<std::size_t>(count));
+  arena_generation_.assign(static_cast<std::size_t>(count), 0);
 }
 
 GraphAllocator::~GraphAllocator() = default;
@@ -299,8 +300,16 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
   }
   for (std::size_t a = 0; a < buffers_.size(); ++a) {
     if (SharedArena* arena = arena_of_[a].arena()) {
+      // Nothing in the arena changed since this allocator placed itself (it allocates again
+      // and again, as a decoder does token by token) and it reads nothing: that placement stands.
+      if (!stale && reads.empty() && arena_generation_[a] != 0 && arena->generation() == arena_generation_[a]) {
+        for (std::size_t c = 0; c < arena_needs_[a].size(); ++c) chunk_buffers_[first_chunk_[a] + c]->reset();
+        continue;
+      }
+      arena_generation_[a] = 0;
       auto placed = arena->place(arena_of_[a].id(), arena_needs_[a], reads);
       if (!placed) return {placed.status().code(), "alloc: " + placed.status().message()};
+      if (placed->reusable) arena_generation_[a] = placed->generation;
       for (std::size_t c = 0; c < placed->chunks.size(); ++c) {
         placed->chunks[c].buffer->reset();
         chunk_buffers_[first_chunk_[a] + c] = placed->chunks[c].buffer;

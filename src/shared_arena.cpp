@@ -56,14 +56,10 @@ std::vector<const Buffer*> SharedArena::buffers() const {
   return result;
 }
 
-std::uint64_t SharedArena::growth_count() const {
-  std::lock_guard lock(mutex_);
-  return growths_;
-}
-
 void SharedArena::set_checked(bool checked) {
   std::lock_guard lock(mutex_);
   checked_ = checked;
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 SharedArena::MemberId SharedArena::add_member(std::string who) {
@@ -75,6 +71,7 @@ SharedArena::MemberId SharedArena::add_member(std::string who) {
 
 void SharedArena::remove_member(MemberId member) {
   std::lock_guard lock(mutex_);
+  generation_.fetch_add(1, std::memory_order_release);
   erase_where(owned_, [member](const Owned& o) { return o.owner == member; });
   erase_where(members_, [member](const auto& m) { return m.first == member; });
   erase_where(last_placed_, [member](const auto& m) { return m.first == member; });
@@ -136,7 +133,7 @@ Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
   } else {
     chunks_.push_back(std::move(fresh).value());
   }
-  ++growths_;
+  growths_.fetch_add(1, std::memory_order_relaxed);
   return Status::ok();
 }
 
@@ -271,6 +268,7 @@ Result<bool> SharedArena::regrow_keeping(std::size_t chunk, Bytes size, const st
 Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
                             Bytes carried, bool keep_reads) {
   std::lock_guard lock(mutex_);
+  generation_.fetch_add(1, std::memory_order_release);
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
   auto kept = kept_reads(member, reads);
   if (!kept) {
@@ -302,6 +300,7 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
 Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
                                                   const std::vector<AddressRange>& reads) {
   std::lock_guard lock(mutex_);
+  generation_.fetch_add(1, std::memory_order_release);
   // What the member reads from the arena must still be its writer's; it is kept.
   auto kept = kept_reads(member, reads);
   if (!kept) return kept.status();
@@ -392,6 +391,8 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
     placement.chunks.push_back({target, target->base() + *shift});
   }
   *entry_of(last_placed_, member) = std::move(regions);
+  placement.generation = generation_.load(std::memory_order_relaxed);
+  placement.reusable = placement.moves.empty() && retired_.empty();
   return placement;
 }
 

@@ -217,6 +217,9 @@ class GraphAllocator {
   [[nodiscard]] bool needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads) const;
   std::vector<Membership> arena_of_;             // per allocator; empty membership: its own buffers
   std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
+  // Per allocator in an arena: the arena's generation after its last place, if that placement
+  // may be kept while the generation stays (SharedArena::Placement::reusable); 0 otherwise.
+  std::vector<std::uint64_t> arena_generation_;
 };
 
 }  // namespace galloc

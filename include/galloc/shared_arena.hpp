@@ -48,6 +48,7 @@
 //     (whisper.cpp and llama.cpp do), or let alloc reserve.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -88,7 +89,12 @@ class SharedArena {
   // memory the arena holds by its buffer rather than by address.
   [[nodiscard]] std::vector<const Buffer*> buffers() const;
   // How many times a chunk was allocated larger; an adapter logs the size when this changes.
-  [[nodiscard]] std::uint64_t growth_count() const;
+  [[nodiscard]] std::uint64_t growth_count() const { return growths_.load(std::memory_order_relaxed); }
+  // Changes with every reserve, place, member leaving and mode change, and nothing else: a
+  // member whose placement is Placement::reusable and that finds the generation still
+  // Placement::generation may keep that placement instead of placing again (the arena is as
+  // it left it), and an adapter may keep what it learnt of buffers(). No lock is taken.
+  [[nodiscard]] std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   void set_checked(bool checked);
 
   // ---- for GraphAllocator (its members); the contract above is stated in their terms.
@@ -118,8 +124,12 @@ class SharedArena {
     std::byte* base = nullptr;  // the member's offset 0
   };
   struct Placement {
-    std::vector<Placed> chunks;  // per chunk
-    std::vector<Move> moves;     // what the member reads that is elsewhere now (first match)
+    std::vector<Placed> chunks;    // per chunk
+    std::vector<Move> moves;       // what the member reads that is elsewhere now (first match)
+    std::uint64_t generation = 0;  // the arena's, right after this place
+    // Placing again with the same needs and nothing to read would give the same (nothing was
+    // moved and no retired chunk waits to be freed).
+    bool reusable = false;
   };
   Result<Placement> place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads);
   // True if `member`'s memory from its last place is still all its own.
@@ -173,7 +183,8 @@ class SharedArena {
   std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;   // per member
   std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;  // a reserve's, for the next place
   MemberId next_member_ = 1;
-  std::uint64_t growths_ = 0;
+  std::atomic<std::uint64_t> growths_{0};
+  std::atomic<std::uint64_t> generation_{1};  // bumped while holding mutex_
   bool checked_ = false;
 };
 

@@ -215,7 +215,7 @@ struct DropinArena {
       : type(buft, nullptr, /*compute_usage=*/true), arena(type, name + "/" + type.name()) {}
   GgmlBufferType type;
   galloc::SharedArena arena;
-  std::uint64_t logged_growths = 0;  // guarded by the registry's mutex
+  std::atomic<std::uint64_t> logged_growths{0};  // the growth count last logged
 };
 
 // The process's arenas, by name and buffer type; an arena goes with its last member.
@@ -278,6 +278,7 @@ struct ggml_gallocr {
   Converted current;                                   // the graph being planned or allocated
   std::vector<std::shared_ptr<DropinArena>> arenas;    // the shared arenas it joined (before allocator)
   std::vector<ggml_backend_buffer_t> arena_buffers;    // their buffers at the last alloc_graph
+  std::vector<std::uint64_t> arena_generations;        // per arena, when arena_buffers was made
   std::unique_ptr<galloc::GraphAllocator> allocator;
   std::string dump_dir;
   int dumps = 0;
@@ -326,14 +327,31 @@ void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const
 #endif
 }
 
+// The buffers of the allocator's arenas now, asked again only when an arena changed.
+void refresh_arena_buffers(ggml_gallocr* galloc) {
+  bool changed = galloc->arena_generations.size() != galloc->arenas.size();
+  for (std::size_t i = 0; i < galloc->arenas.size() && !changed; ++i) {
+    changed = galloc->arenas[i]->arena.generation() != galloc->arena_generations[i];
+  }
+  if (!changed) return;
+  galloc->arena_buffers.clear();
+  galloc->arena_generations.clear();
+  for (const auto& shared : galloc->arenas) {
+    // the generation first: a change after it is seen at the next alloc_graph
+    galloc->arena_generations.push_back(shared->arena.generation());
+    for (const galloc::Buffer* buffer : shared->arena.buffers()) {
+      galloc->arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
+    }
+  }
+}
+
 // Once each time a shared arena grows: its size, so that an app's log shows what sharing holds.
 void log_arena_growth(ggml_gallocr* galloc, const char* function) {
-  if (galloc->arenas.empty()) return;
-  std::lock_guard lock(arena_registry().mutex);
   for (const auto& shared : galloc->arenas) {
+    // no lock on the way of every alloc_graph: only the allocator that swaps the count logs
+    std::uint64_t logged = shared->logged_growths.load(std::memory_order_relaxed);
     const std::uint64_t growths = shared->arena.growth_count();
-    if (growths == shared->logged_growths) continue;
-    shared->logged_growths = growths;
+    if (growths == logged || !shared->logged_growths.compare_exchange_strong(logged, growths)) continue;
     GGML_LOG_INFO("%s: galloc: shared compute buffer '%s' is now %.2f MiB (%zu allocators share it)\n", function,
                   shared->arena.name().c_str(), static_cast<double>(shared->arena.size()) / (1024.0 * 1024.0),
                   shared->arena.member_count());
@@ -503,12 +521,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       GGML_LOG_ERROR("%s: the allocator is NULL\n", __func__);
       return false;
     }
-    galloc->arena_buffers.clear();
-    for (const auto& shared : galloc->arenas) {
-      for (const galloc::Buffer* buffer : shared->arena.buffers()) {
-        galloc->arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
-      }
-    }
+    refresh_arena_buffers(galloc);
     if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip, galloc->arena_buffers); !s) {
       log_error(__func__, s);
       return false;
