@@ -42,9 +42,6 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-// Tiny, with the real models' structure (whisper_client's test dimensions).
-constexpr WhisperDims kWhisperDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
-
 struct ComputeMemory {
   std::unordered_map<ggml_backend_buffer_t, size_t> sizes;  // every live buffer
   std::unordered_map<ggml_backend_buffer_t, bool> compute;  // those marked for compute
@@ -67,7 +64,7 @@ std::vector<std::string> run_whisper(whisper_context* ctx, const std::vector<flo
   int n_past = 0;
   for (int step = 0; step < 3; ++step) {
     if (whisper_decode(ctx, tokens.data(), static_cast<int>(tokens.size()), n_past, 1) != 0) fail("whisper_decode");
-    const int n_vocab = kWhisperDims.vocab;
+    const int n_vocab = kWhisperTestDims.vocab;
     const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(tokens.size() - 1) * n_vocab;
     for (int i = 0; i < n_vocab; ++i) {
       if (!std::isfinite(logits[i])) fail("whisper: non-finite logits");
@@ -87,21 +84,7 @@ std::vector<std::string> run_llama(llama_context* ctx) {
   llama_batch batch = llama_batch_init(32, 0, 1);
   int n_past = 0;
   auto decode = [&](const std::vector<llama_token>& tokens, const std::string& step) {
-    batch.n_tokens = 0;
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      batch.token[i] = tokens[i];
-      batch.pos[i] = n_past + static_cast<llama_pos>(i);
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = 0;
-      batch.logits[i] = i + 1 == tokens.size();
-      batch.n_tokens++;
-    }
-    if (llama_decode(ctx, batch) != 0) fail("llama_decode " + step);
-    n_past += static_cast<int>(tokens.size());
-    const float* logits = llama_get_logits_ith(ctx, -1);
-    for (int i = 0; i < kVocab; ++i) {
-      if (!std::isfinite(logits[i])) fail("llama: non-finite logits");
-    }
+    const float* logits = decode_tokens(ctx, batch, tokens, n_past, "llama " + step);
     lines.push_back("exact app.llama." + step + ".logits " + hex(fnv1a(logits, kVocab * sizeof(float))));
     return argmax(logits, kVocab);
   };
@@ -154,7 +137,7 @@ int main(int argc, char** argv) {
   whisper_log_set(quiet, nullptr);
   llama_log_set(quiet, nullptr);
   llama_backend_init();
-  write_whisper_model(whisper_path, kWhisperDims);
+  write_whisper_model(whisper_path, kWhisperTestDims);
   write_llama_model(llama_path);
 
   if (share && !galloc_ggml_share_begin("app")) fail("galloc_ggml_share_begin");
@@ -168,15 +151,7 @@ int main(int argc, char** argv) {
   mp.progress_callback = [](float, void*) { return true; };  // no progress dots
   llama_model* model = llama_model_load_from_file(llama_path.c_str(), mp);
   if (model == nullptr) fail("cannot load " + llama_path);
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 128;
-  cp.n_batch = 32;
-  cp.n_ubatch = 32;
-  cp.n_seq_max = 1;
-  cp.n_threads = 2;
-  cp.n_threads_batch = 2;
-  cp.no_perf = true;
-  set_flash_attn(cp, false, 0);
+  const llama_context_params cp = tiny_context_params(false);
   llama_context* llama = llama_init_from_model(model, cp);
   if (llama == nullptr) fail("llama_init_from_model");
   if (share && !galloc_ggml_share_end()) fail("galloc_ggml_share_end");

@@ -6,7 +6,6 @@
 // The program is linked with -Wl,--wrap=ggml_backend_sched_get_buffer_size so that it sees
 // the exact compute buffer sizes llama.cpp reads from its scheduler.
 #include <cinttypes>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -34,15 +33,7 @@ std::map<std::string, size_t>& compute_sizes() {
 
 // A prompt, then tokens generated one at a time (greedy), then a second, longer prompt.
 void run(llama_model* model, const char* label, bool flash_attn) {
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 128;
-  cp.n_batch = 32;
-  cp.n_ubatch = 32;
-  cp.n_seq_max = 1;
-  cp.n_threads = 2;
-  cp.n_threads_batch = 2;
-  cp.no_perf = true;
-  set_flash_attn(cp, flash_attn, 0);
+  const llama_context_params cp = tiny_context_params(flash_attn);
   compute_sizes().clear();
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) fail("llama_init_from_model");
@@ -53,21 +44,7 @@ void run(llama_model* model, const char* label, bool flash_attn) {
   llama_batch batch = llama_batch_init(32, 0, 1);
   int n_past = 0;
   auto decode = [&](const std::vector<llama_token>& tokens, const std::string& step) {
-    batch.n_tokens = 0;
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      batch.token[i] = tokens[i];
-      batch.pos[i] = n_past + static_cast<llama_pos>(i);
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = 0;
-      batch.logits[i] = i + 1 == tokens.size();
-      batch.n_tokens++;
-    }
-    if (llama_decode(ctx, batch) != 0) fail("llama_decode " + step);
-    n_past += static_cast<int>(tokens.size());
-    const float* logits = llama_get_logits_ith(ctx, -1);
-    for (int i = 0; i < kVocab; ++i) {
-      if (!std::isfinite(logits[i])) fail("non-finite logits");
-    }
+    const float* logits = decode_tokens(ctx, batch, tokens, n_past, step);
     std::printf("exact %s.%s.logits %s\n", key.c_str(), step.c_str(),
                 hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
     return argmax(logits, kVocab);

@@ -3,8 +3,10 @@
 // attention set in whichever form the llama.cpp generation has.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ggml.h"
 #include "gguf.h"
@@ -82,6 +84,42 @@ auto set_flash_attn(Params& params, bool on, int) -> decltype(params.flash_attn_
 template <typename Params>
 void set_flash_attn(Params& params, bool on, long) {
   params.flash_attn = on;
+}
+
+// A context for the tiny model: 128 positions, batches of up to 32 tokens, one sequence.
+inline llama_context_params tiny_context_params(bool flash_attn) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = 128;
+  cp.n_batch = 32;
+  cp.n_ubatch = 32;
+  cp.n_seq_max = 1;
+  cp.n_threads = 2;
+  cp.n_threads_batch = 2;
+  cp.no_perf = true;
+  set_flash_attn(cp, flash_attn, 0);
+  return cp;
+}
+
+// Decodes `tokens` in one batch at positions n_past on (n_past moves past them), asking for
+// the last one's logits, which are checked finite and returned. `step` names it in failures.
+inline const float* decode_tokens(llama_context* ctx, llama_batch& batch, const std::vector<llama_token>& tokens,
+                                  int& n_past, const std::string& step) {
+  batch.n_tokens = 0;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    batch.token[i] = tokens[i];
+    batch.pos[i] = n_past + static_cast<llama_pos>(i);
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = i + 1 == tokens.size();
+    batch.n_tokens++;
+  }
+  if (llama_decode(ctx, batch) != 0) fail("llama_decode " + step);
+  n_past += static_cast<int>(tokens.size());
+  const float* logits = llama_get_logits_ith(ctx, -1);
+  for (int i = 0; i < kVocab; ++i) {
+    if (!std::isfinite(logits[i])) fail(step + ": non-finite logits");
+  }
+  return logits;
 }
 
 }  // namespace galloc::dropin_test

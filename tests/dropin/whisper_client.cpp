@@ -51,15 +51,7 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-// Tiny, but with the real model's structure. The loader takes any vocabulary size; the
-// special token ids (sot = 50257 ...) only matter to whisper_full, which is not used here.
-// n_audio_ctx 200 (4 s of audio) is not a multiple of 256, so the padded KV paths are taken.
-constexpr WhisperDims kTestDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
-// OpenAI's, for capturing real graphs (bench/graphs/capture-whisper.sh): whisper_client PATH tiny|base|small
-constexpr WhisperDims kTiny{51864, 1500, 384, 6, 4, 448, 384, 6, 4, 80};
-constexpr WhisperDims kBase{51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80};
-constexpr WhisperDims kSmall{51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80};
-WhisperDims g_dims = kTestDims;
+WhisperDims g_dims = kWhisperTestDims;
 constexpr int kThreads = 1;  // ggml's threads spin at barriers: slow on a busy 2-core machine
 
 // --------------------------------------------------------------------------- what ggml saw
@@ -268,12 +260,7 @@ void __wrap_ggml_backend_buffer_free(ggml_backend_buffer_t buffer) {
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "tiny-whisper.bin";
   const std::string size = argc > 2 ? argv[2] : "";
-  if (size == "tiny") g_dims = kTiny;
-  if (size == "base") g_dims = kBase;
-  if (size == "small") g_dims = kSmall;
-  if (!size.empty() && size != "test" && g_dims.vocab == kTestDims.vocab) {
-    fail("unknown size " + size + " (test, tiny, base or small)");
-  }
+  if (!size.empty() && !whisper_dims_named(size, g_dims)) fail("unknown size " + size + " (test, tiny, base or small)");
   g_share = argc > 3 && std::string(argv[3]) == "share";
   if (g_share && galloc_ggml_share_begin == nullptr) fail("share: this build has no galloc drop-in");
   whisper_log_set(log_to_capture, nullptr);

@@ -22,6 +22,28 @@ struct WhisperDims {
   int vocab, audio_ctx, audio_state, audio_head, audio_layer, text_ctx, text_state, text_head, text_layer, mels;
 };
 
+// Tiny, but with the real model's structure: what the tests run. The loader takes any
+// vocabulary size; the special token ids (sot = 50257 ...) only matter to whisper_full, which
+// is not used here. n_audio_ctx 200 (4 s of audio) is not a multiple of 256, so the padded KV
+// paths are taken.
+inline constexpr WhisperDims kWhisperTestDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
+
+// The dimensions a size names: "test" (the above) or OpenAI's tiny, base and small (for
+// capturing real graphs and for benchmarks); false for any other name.
+inline bool whisper_dims_named(const std::string& size, WhisperDims& dims) {
+  if (size == "test")
+    dims = kWhisperTestDims;
+  else if (size == "tiny")
+    dims = {51864, 1500, 384, 6, 4, 448, 384, 6, 4, 80};
+  else if (size == "base")
+    dims = {51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80};
+  else if (size == "small")
+    dims = {51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80};
+  else
+    return false;
+  return true;
+}
+
 class WhisperModelWriter {
  public:
   explicit WhisperModelWriter(const std::string& path) : out_(path, std::ios::binary), rng_(7) {

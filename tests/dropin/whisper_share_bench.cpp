@@ -33,11 +33,6 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-constexpr WhisperDims kTestDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
-constexpr WhisperDims kTiny{51864, 1500, 384, 6, 4, 448, 384, 6, 4, 80};
-constexpr WhisperDims kBase{51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80};
-constexpr WhisperDims kSmall{51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80};
-
 // Where the calls of the current step go: total microseconds and count, per step label.
 struct Timing {
   std::string step;
@@ -104,11 +99,8 @@ extern "C" bool __wrap_ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct gg
 int main(int argc, char** argv) {
   if (argc < 3) fail("usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS]");
   const std::string path = argv[1], size = argv[2];
-  const WhisperDims dims = size == "tiny"    ? kTiny
-                           : size == "base"  ? kBase
-                           : size == "small" ? kSmall
-                           : size == "test"  ? kTestDims
-                                             : (fail("unknown size " + size), kTestDims);
+  WhisperDims dims{};
+  if (!whisper_dims_named(size, dims)) fail("unknown size " + size + " (test, tiny, base or small)");
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const int tokens = argc > 4 ? std::atoi(argv[4]) : 16;
   if (rounds < 1 || tokens < 1) fail("ROUNDS and TOKENS must be positive");
