@@ -163,6 +163,34 @@ TEST(SharedArena, ATensorThatHasMemoryOnlyAtAllocIsKeptToo) {
   EXPECT_TRUE(all_bytes(cg[c.carried].data, tensor_nbytes(cg[c.carried]), 0x5A));
 }
 
+// A member that allocates again with nothing else in the arena changed (a decoder, token by
+// token) keeps its placement without placing again: the arena's generation stays. After
+// another member's alloc it places again.
+TEST(SharedArena, AMemberAllocatingAgainKeepsItsPlacementUntilAnotherAllocates) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "again");
+  Producer p = producer(1000), q = producer(700);
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "first").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "second").is_ok());
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  const std::uint64_t placed = arena->generation();
+  void* output = p.graph()[p.o].data;
+  for (int token = 0; token < 3; ++token) {
+    ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+    EXPECT_EQ(arena->generation(), placed);
+    EXPECT_EQ(p.graph()[p.o].data, output);
+    EXPECT_TRUE(first.check_allocation().is_ok());
+  }
+  ASSERT_TRUE(second.alloc(q.graph()).is_ok());
+  EXPECT_FALSE(first.check_allocation().is_ok());
+  const std::uint64_t after_second = arena->generation();
+  EXPECT_NE(after_second, placed);
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  EXPECT_NE(arena->generation(), after_second);
+  EXPECT_TRUE(first.check_allocation().is_ok());
+}
+
 // A tensor that another member's alloc partly took over since it was written is reported.
 TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
   CpuBufferType cpu(64);
