@@ -3,8 +3,9 @@
 // both alike. Each round loads a whisper context twice, once on its own buffers and once with
 // its four graphs in one share group (which one first alternates), and in each encodes a synthetic signal and decodes a
 // prompt and then tokens one at a time. The time of every ggml_gallocr_alloc_graph call comes
-// from -Wl,--wrap=ggml_gallocr_alloc_graph; the report gives, per graph kind, the median over
-// the rounds of the mean call time, and the shared/own ratio. The logits of both must be the same.
+// from -Wl,--wrap=ggml_gallocr_alloc_graph; the report gives, per step (encode, the prompt,
+// each token), the median over the rounds of the mean call time, and the shared/own ratio.
+// The logits of both must be the same.
 //
 //   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS]
 //
