@@ -163,6 +163,38 @@ TEST(SharedArena, ATensorThatHasMemoryOnlyAtAllocIsKeptToo) {
   EXPECT_TRUE(all_bytes(cg[c.carried].data, tensor_nbytes(cg[c.carried]), 0x5A));
 }
 
+// The same through a view: its root has memory only by the alloc (the walk reads a view's
+// root too, so the reservation check sees it), and what the view reads of it is kept.
+TEST(SharedArena, AViewOfARootThatHasMemoryOnlyAtAllocIsKeptToo) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "late-view");
+  Producer p = producer(1000);
+  GgmlLikeBuilder g;
+  const TensorId root = g.new_tensor_1d(DataType::F32, 1000);
+  const TensorId view = g.view_1d(root, 1000, 0);
+  // large enough that, placed at offset 0, it would cover the producer's output
+  const TensorId x = g.input_1d(4000);
+  const TensorId y = g.scale(x);
+  g.expand_output(g.add(g.scale(y), y));
+  const TensorId d = g.mul(view, view);
+  g.expand_output(d);
+  Graph& cg = g.graph();
+  GraphAllocator first({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
+  ASSERT_TRUE(first.reserve(p.graph()).is_ok());
+  ASSERT_TRUE(second.reserve(cg).is_ok());
+
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  compute(p.graph(), *first.plan(), 0x5A);
+  cg[root].has_memory = true;
+  cg[root].data = p.graph()[p.o].data;
+  ASSERT_FALSE(second.needs_reserve(cg));
+  ASSERT_TRUE(second.alloc(cg).is_ok());
+  compute(cg, *second.plan(), 0x21);
+  EXPECT_TRUE(all_bytes(cg[root].data, tensor_nbytes(cg[root]), 0x5A));
+}
+
 // A member that allocates again with nothing else in the arena changed (a decoder, token by
 // token) keeps its placement without placing again: the arena's generation stays. After
 // another member's alloc it places again.
