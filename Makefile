@@ -17,8 +17,8 @@ GGML_LEGACY   := $(GGML_CACHE)/legacy
 # The one-file drop-in's builds inside the npm packages' ggml, as shipped (tests/amalgamation).
 PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 
-# Each is used: GoogleTest (unit tests), nlohmann-json (graph files), CLI11 and zlib (the CLI,
-# which reads gzip'd graph files), RapidCheck (property tests), Chromium (the timeline page's
+# Each is used: GoogleTest (unit tests), nlohmann-json (graph files), zlib (gzip'd graph
+# files), CLI11 (the CLI), RapidCheck (property tests), Chromium (the timeline page's
 # browser test), clang and its runtime (the clang build and the fuzzers).
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev zlib1g-dev librapidcheck-dev \
                    chromium clang clang-format libclang-rt-14-dev

@@ -11,7 +11,6 @@
 //   galloc render llama.json --html out/report.html
 //   galloc convert graph.json graph.csv
 #include <unistd.h>
-#include <zlib.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "galloc/galloc.hpp"
+#include "galloc/graph_file_gz.hpp"
 #include "galloc/graph_json.hpp"
 #include "galloc/minimalloc_csv.hpp"
 #include "galloc/zoo.hpp"
@@ -59,23 +59,6 @@ galloc::GraphFile zoo_file(galloc::Graph graph) {
   return file;
 }
 
-// A gzip'd graph file (bench/graphs keeps its captures so); errors name the file.
-galloc::Result<galloc::GraphFile> read_gzipped_graph_file(const std::string& path) {
-  gzFile in = gzopen(path.c_str(), "rb");
-  if (in == nullptr) return galloc::invalid_argument(path + ": cannot open the file");
-  std::string text;
-  char chunk[1 << 16];
-  int n = 0;
-  while ((n = gzread(in, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(n));
-  int error = Z_OK;
-  const std::string reason = n < 0 ? gzerror(in, &error) : "";
-  gzclose(in);
-  if (n < 0) return galloc::invalid_argument(path + ": not a readable gzip file (" + reason + ")");
-  auto file = galloc::read_graph_json(text);
-  if (!file) return galloc::Status(file.status().code(), path + ": " + file.status().message());
-  return file;
-}
-
 galloc::Result<Input> load(const std::string& path, double zoo_scale) {
   Input input;
   input.source = path;
@@ -89,7 +72,7 @@ galloc::Result<Input> load(const std::string& path, double zoo_scale) {
     input.csv = std::move(csv).value();
     input.capacity_from_name = galloc::capacity_from_file_name(path);
   } else {
-    auto file = ends_with(path, ".gz") ? read_gzipped_graph_file(path) : galloc::read_graph_file(path);
+    auto file = galloc::read_graph_file_any(path);
     if (!file) return file.status();
     input.graph = std::move(file).value();
   }
