@@ -14,7 +14,8 @@
 // what sharing, GALLOC_SHARE=1, must bring down to the largest graph's need).
 //
 // With "share" as the third argument the run opens a share group around each context
-// (galloc-ggml.h), so the four graphs of its state share one compute buffer.
+// (galloc-ggml.h), so the four graphs of its state share one compute buffer. With "reserve"
+// it only creates the contexts, which reserves the four graphs (bench/graphs/capture-whisper.sh).
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -140,6 +141,7 @@ void flush_lines() {
 
 // --------------------------------------------------------------------------- the run
 bool g_share = false;
+bool g_reserve_only = false;  // stop after whisper_init: the four graphs are reserved, none run
 
 void run(const std::string& path, const std::string& config, bool flash_attn, const std::vector<float>& pcm) {
   Capture& c = capture();
@@ -156,6 +158,10 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
   if (ctx == nullptr) fail("cannot load " + path);
   if (c.compute_lines != 4) fail("expected 4 compute buffer log lines, saw " + std::to_string(c.compute_lines));
   flush_lines();
+  if (g_reserve_only) {
+    whisper_free(ctx);
+    return;
+  }
 
   if (whisper_pcm_to_mel(ctx, pcm.data(), static_cast<int>(pcm.size()), kThreads) != 0) fail("whisper_pcm_to_mel");
   std::printf("info whisper.%s.mel_frames %d\n", config.c_str(), whisper_n_len(ctx));
@@ -260,8 +266,10 @@ void __wrap_ggml_backend_buffer_free(ggml_backend_buffer_t buffer) {
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "tiny-whisper.bin";
   const std::string size = argc > 2 ? argv[2] : "";
-  if (!size.empty() && !whisper_dims_named(size, g_dims)) fail("unknown size " + size + " (test, tiny, base or small)");
+  if (!size.empty() && !whisper_dims_named(size, g_dims))
+    fail("unknown size " + size + " (test, tiny, base, small or large-v3)");
   g_share = argc > 3 && std::string(argv[3]) == "share";
+  g_reserve_only = argc > 3 && std::string(argv[3]) == "reserve";
   if (g_share && galloc_ggml_share_begin == nullptr) fail("share: this build has no galloc drop-in");
   whisper_log_set(log_to_capture, nullptr);
   write_whisper_model(path, g_dims);

@@ -28,8 +28,8 @@ struct WhisperDims {
 // paths are taken.
 inline constexpr WhisperDims kWhisperTestDims{384, 200, 64, 4, 2, 64, 64, 4, 2, 80};
 
-// The dimensions a size names: "test" (the above) or OpenAI's tiny, base and small (for
-// capturing real graphs and for benchmarks); false for any other name.
+// The dimensions a size names: "test" (the above) or OpenAI's tiny, base, small and large-v3
+// (for capturing real graphs and for benchmarks); false for any other name.
 inline bool whisper_dims_named(const std::string& size, WhisperDims& dims) {
   if (size == "test")
     dims = kWhisperTestDims;
@@ -39,6 +39,8 @@ inline bool whisper_dims_named(const std::string& size, WhisperDims& dims) {
     dims = {51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80};
   else if (size == "small")
     dims = {51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80};
+  else if (size == "large-v3")
+    dims = {51866, 1500, 1280, 20, 32, 448, 1280, 20, 32, 128};
   else
     return false;
   return true;
