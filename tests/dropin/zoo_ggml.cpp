@@ -12,8 +12,10 @@
 //   zoo_ggml bench [N]   every graph at real dimensions, nothing computed: weights in a buffer
 //                        without memory, compute buffers without memory; ggml_gallocr_reserve
 //                        and ggml_gallocr_alloc_graph timed (median of N, default 15). Prints
-//                        `bench NAME nodes=.. buffer=.. reserve_us=.. alloc_us=..` lines that
-//                        zoo_bench.cmake puts side by side.
+//                        `bench NAME nodes=.. buffer=.. reserve_us=.. alloc_us=.. bound=..` lines
+//                        that zoo_bench.cmake puts side by side (bound: the live lower bound).
+//   zoo_ggml bench [N] --files FILE...   the same for graph files (bench/graphs' captures),
+//                        replayed through ggml's API (graph_file_ggml.hpp); one bench line each
 //   zoo_ggml ... --filter SUBSTRING   only the graphs whose name contains it
 #include <algorithm>
 #include <chrono>
@@ -23,11 +25,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "galloc/graph_file_gz.hpp"
+#include "galloc/planner.hpp"
 #include "galloc/zoo.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
@@ -35,6 +40,7 @@
 #include "ggml-cpu.h"
 #include "ggml-impl.h"  // struct ggml_cgraph (leafs)
 #include "ggml.h"
+#include "graph_file_ggml.hpp"
 #include "layout_hash.hpp"
 #include "test_support.hpp"
 #include "zoo/builder_mirror.hpp"
@@ -600,7 +606,83 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int bench_all(const std::string& filter, int repetitions) {
+// `tensors` at addresses in a new buffer of `fake`, one after the other, as
+// ggml_backend_alloc_ctx_tensors lays them out
+ggml_backend_buffer_t place_in_buffer(ggml_backend_buffer_type& fake, const std::vector<ggml_tensor*>& tensors) {
+  const std::size_t align = fake_alignment(&fake);
+  std::size_t total = 0;
+  for (ggml_tensor* t : tensors) total += GGML_PAD(ggml_nbytes(t), align);
+  ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(&fake, std::max<std::size_t>(total, align));
+  std::size_t offset = 0;
+  for (ggml_tensor* t : tensors) {
+    void* address = static_cast<char*>(ggml_backend_buffer_get_base(buffer)) + offset;
+#ifdef GALLOC_GGML_SEED
+    ggml_backend_tensor_alloc(buffer, t, address);
+#else
+    check(ggml_backend_tensor_alloc(buffer, t, address) == GGML_STATUS_SUCCESS, "weight address");
+#endif
+    offset += GGML_PAD(ggml_nbytes(t), align);
+  }
+  return buffer;
+}
+
+// The live lower bound of `file`'s graph as the bench's ggml (llama.rn 0.12.9's) plans it: its
+// in-place rules and the CPU alignment, where a capture from an older ggml has that ggml's in
+// the file (whisper.rn rc.8's allocator also reuses memory through views). What no placement
+// of the replayed graph can go under.
+std::size_t lower_bound_of(galloc::GraphFile file, std::size_t alignment) {
+  const galloc::Graph defaults;
+  file.graph.inplace_ops = defaults.inplace_ops;
+  file.graph.inplace_across_buffers = defaults.inplace_across_buffers;
+  file.graph.inplace_through_views = defaults.inplace_through_views;
+  for (galloc::BufferTypeDesc& type : file.buffer_types) type.alignment = alignment;
+  const auto types = galloc::make_null_buffer_types(file);
+  auto result = galloc::plan_graph(file.graph, types.per_id, file.assignment(), {.strategy = galloc::Strategy::kBest});
+  return result.is_ok() ? result->plan.total_lower_bound() : 0;
+}
+
+// Reserves `graph` REPETITIONS times, then allocates it as often, each time from the state the
+// tensors of `fresh` had before (as a program builds a new graph per evaluation); prints the
+// `bench` line of zoo_bench.cmake. False when the reserve fails.
+bool bench_graph(const std::string& name, ggml_cgraph* graph, const std::vector<ggml_tensor*>& fresh,
+                 ggml_backend_buffer_type& fake, int repetitions, std::size_t bound) {
+  struct State {
+    void* data;
+    ggml_backend_buffer_t buffer;
+  };
+  std::vector<State> before;
+  for (ggml_tensor* t : fresh) before.push_back({t->data, t->buffer});
+  ggml_gallocr_t galloc = ggml_gallocr_new(&fake);
+  std::vector<double> reserve_us, alloc_us;
+  bool reserved = true;
+  for (int r = 0; r < repetitions && reserved; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    reserved = ggml_gallocr_reserve(galloc, graph);
+    reserve_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (!reserved) {  // zoo_bench.cmake reports the graph missing from this run
+    std::fprintf(stderr, "%s: ggml_gallocr_reserve failed\n", name.c_str());
+    ggml_gallocr_free(galloc);
+    return false;
+  }
+  for (int r = 0; r < repetitions; ++r) {
+    for (std::size_t k = 0; k < fresh.size(); ++k) {
+      fresh[k]->data = before[k].data;
+      fresh[k]->buffer = before[k].buffer;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    check(ggml_gallocr_alloc_graph(galloc, graph), name + ": alloc_graph");
+    alloc_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("bench %s nodes=%d buffer=%zu reserve_us=%.1f alloc_us=%.1f bound=%zu\n", name.c_str(),
+              ggml_graph_n_nodes(graph), ggml_gallocr_get_buffer_size(galloc, 0), median(reserve_us), median(alloc_us),
+              bound);
+  std::fflush(stdout);
+  ggml_gallocr_free(galloc);
+  return true;
+}
+
+int bench_zoo(const std::string& filter, int repetitions) {
   ggml_backend_buffer_type fake = fake_buffer_type();
   int failures = 0;
   for (const zoo::ZooEntry& entry : zoo::list()) {
@@ -611,57 +693,59 @@ int bench_all(const std::string& filter, int repetitions) {
       continue;
     }
     GgmlMirror& m = *b.mirror;
-    // the weights: addresses in a buffer without memory, as ggml_backend_alloc_ctx_tensors lays them out
-    const std::size_t align = fake_alignment(&fake);
-    std::size_t total = 0;
+    std::vector<ggml_tensor*> weights, planned;
     for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr;
-         t = ggml_get_next_tensor(m.weights_ctx(), t)) {
-      total += GGML_PAD(ggml_nbytes(t), align);
+         t = ggml_get_next_tensor(m.weights_ctx(), t))
+      weights.push_back(t);
+    for (ggml_tensor* t = ggml_get_first_tensor(m.graph_ctx()); t != nullptr;
+         t = ggml_get_next_tensor(m.graph_ctx(), t))
+      planned.push_back(t);
+    ggml_backend_buffer_t buffer = place_in_buffer(fake, weights);
+    galloc::GraphFile file;
+    file.graph = std::move(b.graph);
+    file.buffer_types = {{"CPU", fake_alignment(&fake), galloc::kUnlimited, 0}};
+    file.buffer_type_of_id = {0};
+    const std::size_t bound = lower_bound_of(std::move(file), fake_alignment(&fake));
+    if (!bench_graph(entry.name, m.graph(), planned, fake, repetitions, bound)) ++failures;
+    ggml_backend_buffer_free(buffer);
+  }
+  return failures;
+}
+
+// Graph files (bench/graphs' captures), replayed through ggml (graph_file_ggml.hpp); each is
+// named by its file name without .json.gz.
+int bench_files(const std::vector<std::string>& paths, const std::string& filter, int repetitions) {
+  ggml_backend_buffer_type fake = fake_buffer_type();
+  int failures = 0;
+  for (const std::string& path : paths) {
+    std::string name = std::filesystem::path(path).filename().string();
+    for (const char* suffix : {".gz", ".json"}) {
+      if (name.ends_with(suffix)) name.resize(name.size() - std::strlen(suffix));
     }
-    ggml_backend_buffer_t weights = ggml_backend_buft_alloc_buffer(&fake, total);
-    std::size_t offset = 0;
-    for (ggml_tensor* t = ggml_get_first_tensor(m.weights_ctx()); t != nullptr;
-         t = ggml_get_next_tensor(m.weights_ctx(), t)) {
-      void* address = static_cast<char*>(ggml_backend_buffer_get_base(weights)) + offset;
-#ifdef GALLOC_GGML_SEED
-      ggml_backend_tensor_alloc(weights, t, address);
-#else
-      check(ggml_backend_tensor_alloc(weights, t, address) == GGML_STATUS_SUCCESS, "weight address");
-#endif
-      offset += GGML_PAD(ggml_nbytes(t), align);
-    }
-    ggml_gallocr_t galloc = ggml_gallocr_new(&fake);
-    std::vector<double> reserve_us, alloc_us;
-    bool reserved = true;
-    for (int r = 0; r < repetitions && reserved; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      reserved = ggml_gallocr_reserve(galloc, m.graph());
-      reserve_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-    if (!reserved) {  // zoo_bench.cmake reports the graph missing from this run
-      std::fprintf(stderr, "%s: ggml_gallocr_reserve failed\n", entry.name.c_str());
+    if (name.find(filter) == std::string::npos) continue;
+    auto file = galloc::read_graph_file_any(path);
+    if (!file.is_ok()) {
+      std::fprintf(stderr, "%s\n", file.status().to_string().c_str());
       ++failures;
-      ggml_gallocr_free(galloc);
-      ggml_backend_buffer_free(weights);
       continue;
     }
-    for (int r = 0; r < repetitions; ++r) {
-      // a fresh graph each time, as a program builds one per evaluation: nothing placed yet
-      for (ggml_tensor* t = ggml_get_first_tensor(m.graph_ctx()); t != nullptr;
-           t = ggml_get_next_tensor(m.graph_ctx(), t)) {
-        t->data = nullptr;
-        t->buffer = nullptr;
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      check(ggml_gallocr_alloc_graph(galloc, m.graph()), entry.name + ": alloc_graph");
-      alloc_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    if (file->buffer_types.size() != 1) {
+      std::fprintf(stderr, "%s: %zu buffer types; the replay has one\n", path.c_str(), file->buffer_types.size());
+      ++failures;
+      continue;
     }
-    std::printf("bench %s nodes=%d buffer=%zu reserve_us=%.1f alloc_us=%.1f\n", entry.name.c_str(),
-                ggml_graph_n_nodes(m.graph()), ggml_gallocr_get_buffer_size(galloc, 0), median(reserve_us),
-                median(alloc_us));
-    std::fflush(stdout);
-    ggml_gallocr_free(galloc);
-    ggml_backend_buffer_free(weights);
+    ReplayedGraph replayed;
+    replay_graph_file(*file, replayed);
+    if (replayed.graph == nullptr) {
+      std::fprintf(stderr, "%s: %s\n", path.c_str(), replayed.error.c_str());
+      ++failures;
+      continue;
+    }
+    ggml_backend_buffer_t buffer = place_in_buffer(fake, replayed.external);
+    address_views_of_external(*file, replayed);
+    const std::size_t bound = lower_bound_of(std::move(file).value(), fake_alignment(&fake));
+    if (!bench_graph(name, replayed.graph, replayed.tensors, fake, repetitions, bound)) ++failures;
+    ggml_backend_buffer_free(buffer);
   }
   return failures;
 }
@@ -676,22 +760,25 @@ int main(int argc, char** argv) {
       nullptr);
   std::string mode = "check";
   std::string filter;
+  std::vector<std::string> files;
   int repetitions = 15;
   for (int k = 1; k < argc; ++k) {
     const std::string arg = argv[k];
     if (arg == "--filter" && k + 1 < argc) {
       filter = argv[++k];
+    } else if (arg == "--files") {
+      while (k + 1 < argc && argv[k + 1][0] != '-') files.emplace_back(argv[++k]);
     } else if (arg == "check" || arg == "bench") {
       mode = arg;
     } else if (mode == "bench" && std::atoi(arg.c_str()) > 0) {
       repetitions = std::atoi(arg.c_str());
     } else {
-      fail("usage: zoo_ggml [check | bench [REPETITIONS]] [--filter SUBSTRING]");
+      fail("usage: zoo_ggml [check | bench [REPETITIONS] [--files FILE...]] [--filter SUBSTRING]");
     }
   }
   int failures = 0;
   if (mode == "bench") {
-    failures = bench_all(filter, repetitions);
+    failures = files.empty() ? bench_zoo(filter, repetitions) : bench_files(files, filter, repetitions);
   } else {
     g_cpu = ggml_backend_cpu_init();
     check(g_cpu != nullptr, "cpu backend");
