@@ -1,6 +1,7 @@
 // Compute buffer size and planning time: stock ggml-alloc and every galloc strategy on the same
 // graphs, in one run, side by side. Prints one row per graph and strategy, and the geometric
-// means of the ratios to stock.
+// means of the ratios to stock: over every graph, and over the zoo graphs a shipped program
+// builds (galloc::zoo::ZooEntry::shipped).
 //
 //   build/bench/galloc_planning_bench [--repetitions N] [--filter SUBSTRING]
 #include <algorithm>
@@ -8,11 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bench_cases.hpp"
 #include "galloc/planner.hpp"
+#include "galloc/zoo.hpp"
 #include "ggml_bridge.hpp"
 
 using galloc::Bytes;
@@ -31,9 +34,17 @@ int main(int argc, char** argv) {
                                                  galloc::Strategy::kBest};
   std::printf("%-28s %7s %-7s %12s %12s %8s %8s %9s %9s\n", "graph", "nodes", "planner", "buffer MiB", "lower MiB",
               "/lower", "/stock", "plan x", "alloc x");
-  std::vector<double> size_ratio(strategies.size(), 0), plan_ratio(strategies.size(), 0),
-      alloc_ratio(strategies.size(), 0);
-  int counted = 0;
+  // per strategy, the sums of log(galloc / stock): [0] every graph, [1] the shipped zoo graphs
+  struct LogSums {
+    std::vector<double> size, plan, alloc;
+    int counted = 0;
+  };
+  LogSums sums[2];
+  for (LogSums& sum : sums) sum.size = sum.plan = sum.alloc = std::vector<double>(strategies.size(), 0);
+  std::set<std::string> shipped;
+  for (const galloc::zoo::ZooEntry& entry : galloc::zoo::list()) {
+    if (entry.shipped) shipped.insert(entry.name);
+  }
   for (const NamedCase& named : galloc::bench::cases(/*small_max_sizes=*/false)) {
     if (!filter.empty() && named.name.find(filter) == std::string::npos) continue;
     const auto stock = galloc::ggml_bridge::time_stock(named.c, repetitions);
@@ -59,18 +70,26 @@ int main(int argc, char** argv) {
                   mib(static_cast<double>(t.lower_bound)),
                   static_cast<double>(t.size) / static_cast<double>(std::max<Bytes>(1, t.lower_bound)), vs_stock,
                   plan_x, alloc_x);
-      size_ratio[s] += std::log(std::max(1e-12, vs_stock));
-      plan_ratio[s] += std::log(std::max(1e-12, plan_x));
-      alloc_ratio[s] += std::log(std::max(1e-12, alloc_x));
+      for (int k = 0; k < (shipped.count(named.name) != 0 ? 2 : 1); ++k) {
+        sums[k].size[s] += std::log(std::max(1e-12, vs_stock));
+        sums[k].plan[s] += std::log(std::max(1e-12, plan_x));
+        sums[k].alloc[s] += std::log(std::max(1e-12, alloc_x));
+      }
     }
-    ++counted;
+    ++sums[0].counted;
+    if (shipped.count(named.name) != 0) ++sums[1].counted;
   }
-  if (counted == 0) return 1;
-  std::printf("\ngeometric means over %d graphs (galloc / stock):\n", counted);
-  for (std::size_t s = 0; s < strategies.size(); ++s) {
-    std::printf("  %-7s buffer %.4f   reserve time %.2fx   alloc time %.2fx\n",
-                std::string(galloc::strategy_name(strategies[s])).c_str(), std::exp(size_ratio[s] / counted),
-                std::exp(plan_ratio[s] / counted), std::exp(alloc_ratio[s] / counted));
+  if (sums[0].counted == 0) return 1;
+  for (int k = 0; k < 2; ++k) {
+    const LogSums& sum = sums[k];
+    if (sum.counted == 0) continue;
+    std::printf("\ngeometric means over %d %s (galloc / stock):\n", sum.counted,
+                k == 0 ? "graphs" : "zoo graphs a shipped program builds");
+    for (std::size_t s = 0; s < strategies.size(); ++s) {
+      std::printf("  %-7s buffer %.4f   reserve time %.2fx   alloc time %.2fx\n",
+                  std::string(galloc::strategy_name(strategies[s])).c_str(), std::exp(sum.size[s] / sum.counted),
+                  std::exp(sum.plan[s] / sum.counted), std::exp(sum.alloc[s] / sum.counted));
+    }
   }
   return 0;
 }

@@ -378,8 +378,10 @@ int main(int argc, char** argv) {
 
   if (zoo->parsed()) {
     if (zoo_name == "list") {
-      for (const auto& entry : galloc::zoo::list())
-        std::printf("%-28s %s\n", entry.name.c_str(), entry.description.c_str());
+      for (const auto& entry : galloc::zoo::list()) {
+        std::printf("%-28s %s\n%-28s follows %s%s\n", entry.name.c_str(), entry.description.c_str(), "",
+                    entry.follows.c_str(), entry.shipped ? "" : " [no shipped program plans this graph so]");
+      }
       return 0;
     }
     auto graph = galloc::zoo::build(zoo_name, {.scale = scale});

@@ -28,6 +28,12 @@ namespace galloc::zoo {
 struct ZooEntry {
   std::string name;         // "family-variant": "llama-7b-pp512", "whisper-base-encoder"
   std::string description;  // the model, its dimensions and what the graph is based on
+  std::string follows;      // the program and version whose graph builder it follows
+  // False when no shipped program plans this graph with the ggml-alloc of its time: a
+  // combination of versions (whisper.cpp's fresh Q/K/V copies, which only the 2023 allocator
+  // ran with, under today's allocator) or a model built from ggml's ops without one program
+  // to follow. Such graphs stay out of headline figures; bench/graphs has the captured ones.
+  bool shipped = true;
 };
 
 struct ZooOptions {

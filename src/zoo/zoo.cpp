@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "builder.hpp"
 
@@ -25,6 +26,35 @@ const std::vector<Recipe>& recipes() {
   return all;
 }
 
+// Which program each graph follows, and whether a shipped version of it plans that graph with
+// its own ggml-alloc (ZooEntry::shipped).
+struct Provenance {
+  std::string_view prefix;  // of the graph names it covers
+  std::string_view follows;
+  bool shipped;
+};
+constexpr Provenance kProvenance[] = {
+    {"llama-7b-", "llama.cpp of early 2025 (KV cache written with ggml_cpy into 1-D views)", true},
+    {"llama-", "llama.cpp of 2025-26 (KV cache written with ggml_set_rows, swiglu)", true},
+    {"whisper-",
+     "whisper.cpp up to whisper.rn 0.4.0-rc.8 (Q/K/V copied into fresh tensors), planned by today's ggml-alloc: "
+     "that version ran with the 2023 allocator, later ones permute instead of copying",
+     false},
+    {"unet-", "stable-diffusion.cpp's UNet", true},
+    {"gpt2-", "ggml's examples/gpt-2 (main-ctx.cpp's graph)", true},
+    {"cnn-", "no single program: the model from ggml's ops (conv as im2col + mul_mat, pooling)", false},
+    {"vit-b16-", "no single program: a ViT from ggml's ops as ggml image encoders build one", false},
+    {"vit-clip-", "clip.cpp (the LLaVA 1.5 image encoder)", true},
+    {"training-", "ggml's examples/mnist and ggml-opt (forward, backward, AdamW)", true},
+};
+
+const Provenance* provenance_of(std::string_view name) {
+  for (const Provenance& p : kProvenance) {
+    if (name.starts_with(p.prefix)) return &p;
+  }
+  return nullptr;
+}
+
 std::string known_names() {
   std::string text;
   for (const Recipe& recipe : recipes()) {
@@ -39,7 +69,14 @@ std::string known_names() {
 std::vector<ZooEntry> list() {
   std::vector<ZooEntry> entries;
   entries.reserve(recipes().size());
-  for (const Recipe& recipe : recipes()) entries.push_back({recipe.name, recipe.description});
+  for (const Recipe& recipe : recipes()) {
+    ZooEntry entry{recipe.name, recipe.description, "", false};
+    if (const Provenance* p = provenance_of(recipe.name)) {
+      entry.follows = p->follows;
+      entry.shipped = p->shipped;
+    }
+    entries.push_back(std::move(entry));
+  }
   return entries;
 }
 
