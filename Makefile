@@ -58,7 +58,8 @@ build: configure
 # Real-model graphs from the zoo: llama-7b prompt processing (where ggml already reaches the
 # lower bound) and the whisper-large encoder (where it does not), every strategy side by side,
 # and the memory timeline of `best` on the second in out/report.html.
-RUN_GRAPHS ?= zoo:llama-7b-pp512 zoo:whisper-large-encoder
+RUN_GRAPHS ?= bench/graphs/llama-rn-0.12.9-llama-2-7b-ctx4096-pp512-flash.json.gz \
+              bench/graphs/whisper-rn-0.4.0-rc.10-large-v3-flash-encode.json.gz
 run: build
 	@for g in $(RUN_GRAPHS); do $(BUILD)/bin/galloc compare $$g || exit 1; echo; done
 	@mkdir -p out
