@@ -11,7 +11,8 @@
 // tokens, then one token, each against the whole cache), which is where the drop-in's
 // GALLOC_DUMP writes them. Nothing is computed. Prints
 //   size llama_cpp.MODEL.ctxN_CTX.ubN_UBATCH.attn|flash.BACKEND BYTES
-// with the compute buffer llama.cpp read from its scheduler, like llama_client.cpp.
+// with the compute buffer llama.cpp read from its scheduler, like llama_client.cpp, then
+// "done" (compare.cmake runs it as the test dropin_llama_real_dims_upstream).
 //
 //   llama_real_dims --list      the MODEL names
 #include <cstdint>
@@ -177,6 +178,7 @@ int main(int argc, char** argv) {
   const int n_ctx = std::atoi(argv[2]), n_ubatch = std::atoi(argv[3]);
   const std::string attention = argv[4];
   if (n_ctx <= 0 || n_ubatch <= 0 || (attention != "attn" && attention != "flash")) fail(usage);
+  std::filesystem::create_directories(argv[5]);
   const std::string path = std::string(argv[5]) + "/" + model_dims->name + ".gguf";
   if (!std::filesystem::exists(path)) write_real_model(*model_dims, path);
 
@@ -210,5 +212,6 @@ int main(int argc, char** argv) {
   llama_free(ctx);
   llama_model_free(model);
   llama_backend_free();
+  std::printf("done\n");
   return 0;
 }

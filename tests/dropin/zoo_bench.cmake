@@ -1,7 +1,9 @@
 # Every zoo graph at real dimensions, built with ggml's API, reserved and allocated by stock
 # ggml-alloc (STOCK, linked against libggml-stock.a) and by galloc's drop-in (GALLOC, linked
 # against libggml-galloc.a) with GALLOC_STRATEGY=ggml and =best, one after the other in this
-# run; prints a Markdown table of compute buffer sizes and median times side by side.
+# run; prints a Markdown table of compute buffer sizes and median times side by side. Fails
+# when `ggml`'s buffer is not stock's, or `best`'s is above stock's or the live lower bound
+# (with one repetition and one round it is the test dropin_captured_upstream).
 #
 # With -DSHARED=ON also GALLOC_STRATEGY=best with GALLOC_SHARE=1 (every graph's allocator on
 # one shared buffer), for its alloc time next to best's. With -DGRAPHS=dir the graphs are the
@@ -163,6 +165,9 @@ foreach(name IN LISTS stock_names)
   endif()
   if(${best.${name}.buffer} GREATER ${stock.${name}.buffer})
     string(APPEND failures "  ${name}: best ${best.${name}.buffer} bytes, larger than stock's ${stock.${name}.buffer}\n")
+  endif()
+  if(${stock.${name}.bound} GREATER 0 AND ${best.${name}.buffer} GREATER ${stock.${name}.bound})
+    string(APPEND failures "  ${name}: best ${best.${name}.buffer} bytes, above the live lower bound ${stock.${name}.bound}\n")
   endif()
 endforeach()
 file(WRITE "${OUT}/table.md" "${table}")
