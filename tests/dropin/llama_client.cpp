@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -17,19 +16,12 @@
 #include "ggml.h"
 #include "llama.h"
 #include "llama_model.hpp"
+#include "sched_buffer_sizes.hpp"
 #include "test_support.hpp"
-
-extern "C" size_t __real_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
 
 namespace {
 
 using namespace galloc::dropin_test;
-
-// the latest compute buffer size llama.cpp read, per backend name
-std::map<std::string, size_t>& compute_sizes() {
-  static std::map<std::string, size_t> sizes;
-  return sizes;
-}
 
 // A prompt, then tokens generated one at a time (greedy), then a second, longer prompt.
 void run(llama_model* model, const char* label, bool flash_attn) {
@@ -62,12 +54,6 @@ void run(llama_model* model, const char* label, bool flash_attn) {
 }
 
 }  // namespace
-
-extern "C" size_t __wrap_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend) {
-  const size_t size = __real_ggml_backend_sched_get_buffer_size(sched, backend);
-  compute_sizes()[ggml_backend_name(backend)] = size;
-  return size;
-}
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "tiny-llama.gguf";

@@ -19,7 +19,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -28,9 +27,8 @@
 #include "gguf.h"
 #include "llama.h"
 #include "llama_model.hpp"
+#include "sched_buffer_sizes.hpp"
 #include "test_support.hpp"
-
-extern "C" size_t __real_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
 
 namespace {
 
@@ -152,19 +150,7 @@ void write_real_model(const RealModel& m, const std::string& path) {
   if (error) fail("cannot extend " + path + ": " + error.message());
 }
 
-// the compute buffer size llama.cpp read last, per backend name
-std::map<std::string, size_t>& compute_sizes() {
-  static std::map<std::string, size_t> sizes;
-  return sizes;
-}
-
 }  // namespace
-
-extern "C" size_t __wrap_ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend) {
-  const size_t size = __real_ggml_backend_sched_get_buffer_size(sched, backend);
-  compute_sizes()[ggml_backend_name(backend)] = size;
-  return size;
-}
 
 int main(int argc, char** argv) {
   const std::string usage = "usage: llama_real_dims MODEL N_CTX N_UBATCH attn|flash DIR | --list";
