@@ -57,6 +57,7 @@ client() {
         package_rename "$ROOT/tests/dropin/test_support.hpp" "$out/client/test_support.hpp"
         package_rename "$ROOT/tests/dropin/whisper_model.hpp" "$out/client/whisper_model.hpp"
         package_rename "$ROOT/tests/dropin/llama_model.hpp" "$out/client/llama_model.hpp"
+        package_rename "$ROOT/tests/dropin/sched_buffer_sizes.hpp" "$out/client/sched_buffer_sizes.hpp"
         local -a link=()
         local w
         for w in "${wraps[@]}"; do
