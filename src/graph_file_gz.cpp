@@ -7,10 +7,7 @@
 namespace galloc {
 
 Result<GraphFile> read_graph_file_any(const std::string& path) {
-  const std::string suffix = ".gz";
-  if (path.size() < suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return read_graph_file(path);
-  }
+  if (!path.ends_with(".gz")) return read_graph_file(path);
   gzFile in = gzopen(path.c_str(), "rb");
   if (in == nullptr) return invalid_argument(path + ": cannot open the file");
   std::string text;
