@@ -1,12 +1,14 @@
 // The graph file format: the bundled example, the documented error messages, robustness
 // against malformed input, and write/read round trips that give the same plans.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include "galloc/graph_file_gz.hpp"
 #include "galloc/graph_json.hpp"
 #include "galloc/planner.hpp"
 #include "support/random_graph.hpp"
@@ -434,6 +436,32 @@ TEST(GraphJson, WriteAndReadAFile) {
   auto missing = read_graph_file("/nonexistent/graph.json");
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().message(), "/nonexistent/graph.json: cannot open the file");
+}
+
+// bench/graphs keeps its captures gzip'd: read_graph_file_any reads them as the plain file, and
+// a broken one is an error that names it.
+TEST(GraphJson, ReadsAGzippedFileAndNamesABrokenOne) {
+  const GraphFile original = file_of(testing::random_case(43));
+  const std::string text = write_graph_json(original);
+  const auto path = std::filesystem::temp_directory_path() / "galloc_graph_json_test_gz.json.gz";
+  gzFile out = gzopen(path.string().c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+  auto loaded = read_graph_file_any(path.string());
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  expect_same_graph(original.graph, loaded->graph, 43);
+
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  auto truncated = read_graph_file_any(path.string());
+  std::filesystem::remove(path);
+  ASSERT_FALSE(truncated.is_ok());
+  EXPECT_EQ(truncated.status().message().rfind(path.string() + ": not a readable gzip file", 0), 0u)
+      << truncated.status().message();
+
+  auto missing = read_graph_file_any("/nonexistent/graph.json.gz");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().message(), "/nonexistent/graph.json.gz: cannot open the file");
 }
 
 TEST(GraphJson, NullBufferTypesShareObjectsPerDesc) {
