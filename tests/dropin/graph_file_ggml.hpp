@@ -97,9 +97,8 @@ inline void replay_graph_file(const galloc::GraphFile& file, ReplayedGraph& out)
 
 // After the external tensors got their addresses: a view of one gets its own, as ggml_view_*
 // gives it when its source has data (data set, buffer left for ggml-alloc to fill in).
-inline void address_views_of_external(const galloc::GraphFile& file, ReplayedGraph& replayed) {
-  for (std::size_t id = 0; id < file.graph.tensors.size(); ++id) {
-    ggml_tensor* x = replayed.tensors[id];
+inline void address_views_of_external(ReplayedGraph& replayed) {
+  for (ggml_tensor* x : replayed.tensors) {
     if (x->view_src != nullptr && x->view_src->data != nullptr) {
       x->data = static_cast<char*>(x->view_src->data) + x->view_offs;
     }

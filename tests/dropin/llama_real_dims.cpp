@@ -74,21 +74,21 @@ const RealModel* find_model(const std::string& name) {
 // full length without writing the data (a sparse file: every weight reads as zero).
 void write_real_model(const RealModel& m, const std::string& path) {
   gguf_context* g = gguf_init_empty();
-  const std::string a = m.arch;
+  const std::string arch = m.arch;
   gguf_set_val_str(g, "general.architecture", m.arch);
   gguf_set_val_str(g, "general.name", m.name);
-  gguf_set_val_u32(g, (a + ".context_length").c_str(), static_cast<std::uint32_t>(m.ctx_train));
-  gguf_set_val_u32(g, (a + ".embedding_length").c_str(), static_cast<std::uint32_t>(m.embd));
-  gguf_set_val_u32(g, (a + ".block_count").c_str(), static_cast<std::uint32_t>(m.layers));
-  gguf_set_val_u32(g, (a + ".feed_forward_length").c_str(), static_cast<std::uint32_t>(m.ff));
-  gguf_set_val_u32(g, (a + ".attention.head_count").c_str(), static_cast<std::uint32_t>(m.head));
-  gguf_set_val_u32(g, (a + ".attention.head_count_kv").c_str(), static_cast<std::uint32_t>(m.head_kv));
-  gguf_set_val_u32(g, (a + ".attention.key_length").c_str(), static_cast<std::uint32_t>(m.head_dim));
-  gguf_set_val_u32(g, (a + ".attention.value_length").c_str(), static_cast<std::uint32_t>(m.head_dim));
-  gguf_set_val_f32(g, (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-6f);
-  gguf_set_val_u32(g, (a + ".rope.dimension_count").c_str(), static_cast<std::uint32_t>(m.head_dim));
-  gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), m.rope_base);
-  gguf_set_val_u32(g, (a + ".vocab_size").c_str(), static_cast<std::uint32_t>(m.vocab));
+  gguf_set_val_u32(g, (arch + ".context_length").c_str(), static_cast<std::uint32_t>(m.ctx_train));
+  gguf_set_val_u32(g, (arch + ".embedding_length").c_str(), static_cast<std::uint32_t>(m.embd));
+  gguf_set_val_u32(g, (arch + ".block_count").c_str(), static_cast<std::uint32_t>(m.layers));
+  gguf_set_val_u32(g, (arch + ".feed_forward_length").c_str(), static_cast<std::uint32_t>(m.ff));
+  gguf_set_val_u32(g, (arch + ".attention.head_count").c_str(), static_cast<std::uint32_t>(m.head));
+  gguf_set_val_u32(g, (arch + ".attention.head_count_kv").c_str(), static_cast<std::uint32_t>(m.head_kv));
+  gguf_set_val_u32(g, (arch + ".attention.key_length").c_str(), static_cast<std::uint32_t>(m.head_dim));
+  gguf_set_val_u32(g, (arch + ".attention.value_length").c_str(), static_cast<std::uint32_t>(m.head_dim));
+  gguf_set_val_f32(g, (arch + ".attention.layer_norm_rms_epsilon").c_str(), 1e-6f);
+  gguf_set_val_u32(g, (arch + ".rope.dimension_count").c_str(), static_cast<std::uint32_t>(m.head_dim));
+  gguf_set_val_f32(g, (arch + ".rope.freq_base").c_str(), m.rope_base);
+  gguf_set_val_u32(g, (arch + ".vocab_size").c_str(), static_cast<std::uint32_t>(m.vocab));
   if (m.layout == Layout::kGemma2) {
     gguf_set_val_u32(g, "gemma2.attention.sliding_window", 4096);
     gguf_set_val_f32(g, "gemma2.attn_logit_softcapping", 50.0f);

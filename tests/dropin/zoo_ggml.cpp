@@ -703,7 +703,7 @@ int bench_zoo(const std::string& filter, int repetitions) {
     ggml_backend_buffer_t buffer = place_in_buffer(fake, weights);
     galloc::GraphFile file;
     file.graph = std::move(b.graph);
-    file.buffer_types = {{"CPU", fake_alignment(&fake), galloc::kUnlimited, 0}};
+    file.buffer_types = {{"CPU"}};  // lower_bound_of sets the alignment
     file.buffer_type_of_id = {0};
     const std::size_t bound = lower_bound_of(std::move(file), fake_alignment(&fake));
     if (!bench_graph(entry.name, m.graph(), planned, fake, repetitions, bound)) ++failures;
@@ -742,7 +742,7 @@ int bench_files(const std::vector<std::string>& paths, const std::string& filter
       continue;
     }
     ggml_backend_buffer_t buffer = place_in_buffer(fake, replayed.external);
-    address_views_of_external(*file, replayed);
+    address_views_of_external(replayed);
     const std::size_t bound = lower_bound_of(std::move(file).value(), fake_alignment(&fake));
     if (!bench_graph(name, replayed.graph, replayed.tensors, fake, repetitions, bound)) ++failures;
     ggml_backend_buffer_free(buffer);
