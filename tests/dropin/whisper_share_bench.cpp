@@ -7,7 +7,11 @@
 // each token), the median over the rounds of the mean call time, and the shared/own ratio.
 // The logits of both must be the same.
 //
-//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS]
+// With --dry the graphs are built and allocated but not computed (-Wl,--wrap=
+// ggml_backend_sched_graph_compute), and each context encodes and decodes REPEATS times: only
+// the allocator's time is left, so many rounds take seconds (no logits are compared then).
+//
+//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]]
 //
 // Linked against libggml-galloc.a only (GALLOC_STRATEGY applies, best by default here).
 #include <algorithm>
@@ -26,6 +30,7 @@
 
 extern "C" {
 bool __real_ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph);
+enum ggml_status __real_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph* graph);
 bool galloc_ggml_share_begin(const char* name);
 bool galloc_ggml_share_end(void);
 }
@@ -37,6 +42,7 @@ using namespace galloc::dropin_test;
 // Where the calls of the current step go: total microseconds and count, per step label.
 struct Timing {
   std::string step;
+  bool dry = false;  // --dry: graphs are not computed
   std::map<std::string, std::pair<double, int>> per_step;
 };
 Timing& timing() {
@@ -46,7 +52,7 @@ Timing& timing() {
 
 // One context from load to free; returns the mean alloc_graph time per step, and the logits'
 // hash of every decode step in `hashes`.
-std::map<std::string, double> run(const std::string& path, const WhisperDims& dims, bool share, int tokens,
+std::map<std::string, double> run(const std::string& path, const WhisperDims& dims, bool share, int tokens, int repeats,
                                   const std::vector<float>& pcm, std::vector<std::string>& hashes) {
   timing().per_step.clear();
   whisper_context_params cp = whisper_context_default_params();
@@ -57,22 +63,25 @@ std::map<std::string, double> run(const std::string& path, const WhisperDims& di
   if (ctx == nullptr) fail("cannot load " + path);
   timing().per_step.clear();  // what loading reserved is not alloc_graph's time here
   if (whisper_pcm_to_mel(ctx, pcm.data(), static_cast<int>(pcm.size()), 1) != 0) fail("whisper_pcm_to_mel");
-  timing().step = "encode";
-  if (whisper_encode(ctx, 0, 1) != 0) fail("whisper_encode");
-  std::vector<whisper_token> prompt = {1, 17, 33, 5};
-  timing().step = "decode_prompt";
-  if (whisper_decode(ctx, prompt.data(), static_cast<int>(prompt.size()), 0, 1) != 0) fail("whisper_decode");
-  int n_past = static_cast<int>(prompt.size());
-  const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(prompt.size() - 1) * dims.vocab;
-  whisper_token next = argmax(logits, dims.vocab);
   hashes.clear();
-  hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
-  timing().step = "decode_token";
-  for (int i = 0; i < tokens; ++i) {
-    if (whisper_decode(ctx, &next, 1, n_past++, 1) != 0) fail("whisper_decode");
-    logits = whisper_get_logits(ctx);
-    hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
-    next = argmax(logits, dims.vocab);
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    timing().step = "encode";
+    if (whisper_encode(ctx, 0, 1) != 0) fail("whisper_encode");
+    std::vector<whisper_token> prompt = {1, 17, 33, 5};
+    timing().step = "decode_prompt";
+    if (whisper_decode(ctx, prompt.data(), static_cast<int>(prompt.size()), 0, 1) != 0) fail("whisper_decode");
+    int n_past = static_cast<int>(prompt.size());
+    const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(prompt.size() - 1) * dims.vocab;
+    whisper_token next = timing().dry ? 0 : argmax(logits, dims.vocab);
+    if (!timing().dry) hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
+    timing().step = "decode_token";
+    for (int i = 0; i < tokens; ++i) {
+      if (whisper_decode(ctx, &next, 1, n_past++, 1) != 0) fail("whisper_decode");
+      if (timing().dry) continue;
+      logits = whisper_get_logits(ctx);
+      hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
+      next = argmax(logits, dims.vocab);
+    }
   }
   whisper_free(ctx);
   std::map<std::string, double> mean;
@@ -97,14 +106,27 @@ extern "C" bool __wrap_ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct gg
   return ok;
 }
 
+extern "C" enum ggml_status __wrap_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched,
+                                                                    struct ggml_cgraph* graph) {
+  if (timing().dry) return GGML_STATUS_SUCCESS;
+  return __real_ggml_backend_sched_graph_compute(sched, graph);
+}
+
 int main(int argc, char** argv) {
-  if (argc < 3) fail("usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS]");
+  const char* usage = "usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]]";
+  if (argc < 3) fail(usage);
   const std::string path = argv[1], size = argv[2];
   WhisperDims dims{};
   if (!whisper_dims_named(size, dims)) fail("unknown size " + size + " (test, tiny, base or small)");
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const int tokens = argc > 4 ? std::atoi(argv[4]) : 16;
-  if (rounds < 1 || tokens < 1) fail("ROUNDS and TOKENS must be positive");
+  int repeats = 1;
+  if (argc > 5) {
+    if (std::string(argv[5]) != "--dry") fail(usage);
+    timing().dry = true;
+    repeats = argc > 6 ? std::atoi(argv[6]) : 20;
+  }
+  if (rounds < 1 || tokens < 1 || repeats < 1) fail("ROUNDS, TOKENS and REPEATS must be positive");
   if (std::getenv("GALLOC_STRATEGY") == nullptr) setenv("GALLOC_STRATEGY", "best", 1);
   whisper_log_set(
       [](ggml_log_level level, const char* text, void*) {
@@ -119,13 +141,14 @@ int main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     // which goes first alternates, so that neither always runs on a warmer or colder machine
     for (const bool share : {round % 2 == 1, round % 2 == 0}) {
-      for (const auto& [step, us] : run(path, dims, share, tokens, pcm, share ? shared_hashes : own_hashes)) {
+      for (const auto& [step, us] : run(path, dims, share, tokens, repeats, pcm, share ? shared_hashes : own_hashes)) {
         (share ? shared : own)[step].push_back(us);
       }
     }
     if (own_hashes != shared_hashes) fail("the shared run decoded other logits than the unshared one");
   }
-  std::printf("whisper %s, ggml_gallocr_alloc_graph per call, median of %d rounds (us):\n", size.c_str(), rounds);
+  std::printf("whisper %s%s, ggml_gallocr_alloc_graph per call, median of %d rounds (us):\n", size.c_str(),
+              timing().dry ? " (not computed)" : "", rounds);
   std::printf("%-14s %10s %10s %8s\n", "step", "own", "shared", "ratio");
   for (const auto& [step, times] : own) {
     const double a = median(times), b = median(shared[step]);
