@@ -196,8 +196,11 @@ struct Converted {
 
   // Per tensor of the last completed convert_graph, the pointers its edges' ids came from
   // (src[0..GGML_MAX_SRC), then view_src): the same lists and the same edges give the same ids.
+  // Only leafs and nodes (the first `listed` ids) have their sources followed; of the tensors
+  // they read, only the view source (see convert_graph).
   using Edges = std::array<const ggml_tensor*, GGML_MAX_SRC + 1>;
   std::vector<Edges> edges;
+  std::size_t listed = 0;
   bool edges_valid = false;
   // Tensors that the graph reaches only as a view's source (no leaf, node or node source) and
   // that have no memory yet: memory that exists elsewhere (another graph's output, as
@@ -313,8 +316,11 @@ galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) 
 
 enum class Details { kFill, kSkip };
 
-// Leafs get the first ids, then nodes, in list order; then every tensor they reach through
-// src and view_src, in the order they are found. The same graph topology gives the same ids.
+// Leafs get the first ids, then nodes, in list order; then the tensors they read (their
+// sources and view sources) and those tensors' view sources, in the order they are found. The
+// same graph topology gives the same ids. The sources of a tensor that is no leaf or node are
+// not followed: the allocator never reads them, and they may be a whole other graph (whisper's
+// cross graph reads the encoder's output, whose sources are the encoder's 200 nodes).
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
 // sources are found, one hash lookup per edge; kSkip leaves the details to fill_details
 // except, for the tensors in `arena_buffers` (a shared arena's), fill_memory_details'.
@@ -353,8 +359,10 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     const Converted::Edges& edges = out.edges[i];
-    for (int s = 0; s < GGML_MAX_SRC; ++s) {
-      if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
+    if (i < out.listed) {
+      for (int s = 0; s < GGML_MAX_SRC; ++s) {
+        if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
+      }
     }
     if (t->view_src != edges[GGML_MAX_SRC]) return false;
     galloc::Tensor& g = out.graph.tensors[i];
@@ -411,8 +419,11 @@ void mark_memory_elsewhere(Converted& out) {
   }
 }
 
-// Leafs get the first ids, then nodes, in list order; then every tensor they reach through
-// src and view_src, in the order they are found. The same graph topology gives the same ids.
+// Leafs get the first ids, then nodes, in list order; then the tensors they read (their
+// sources and view sources) and those tensors' view sources, in the order they are found. The
+// same graph topology gives the same ids. The sources of a tensor that is no leaf or node are
+// not followed: the allocator never reads them, and they may be a whole other graph (whisper's
+// cross graph reads the encoder's output, whose sources are the encoder's 200 nodes).
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
 // sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
 galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details,
@@ -435,12 +446,13 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     if (cgraph->nodes[i] == nullptr) return galloc::invalid_argument("node " + std::to_string(i) + " is NULL");
     out.graph.nodes.push_back(out.add(cgraph->nodes[i]));
   }
+  out.listed = out.ggml.size();
   std::vector<galloc::Tensor>& tensors = out.graph.tensors;
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     ggml_tensor* t = out.ggml[i];
     std::array<TensorId, galloc::kMaxSources> src;
     src.fill(galloc::kNoTensor);
-    for (int s = 0; s < GGML_MAX_SRC; ++s) {
+    for (int s = 0; s < GGML_MAX_SRC && i < out.listed; ++s) {
       // ggml_cast sets src[1] to the result itself (as ggml_cpy's destination); no dependency
       if (t->src[s] != nullptr && t->src[s] != t) src[static_cast<std::size_t>(s)] = out.add(t->src[s]);
     }
