@@ -219,7 +219,8 @@ void sort_unique(std::vector<AddressRange>& ranges) {
 
 }  // namespace
 
-bool GraphAllocator::needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads) const {
+bool GraphAllocator::needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads,
+                                           const std::vector<TensorId>* candidates) const {
   if (!plan_) return true;
   if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
       graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_ ||
@@ -250,6 +251,14 @@ bool GraphAllocator::needs_reserve_reading(const Graph& graph, std::vector<Addre
   if (reads != nullptr) {
     if (gained_memory) {
       *reads = existing_memory(graph);  // it and its views may read anything now
+    } else if (candidates != nullptr) {
+      // A read tensor with memory now had memory at reserve (else gained_memory): each
+      // candidate the graph reads is one of existing_readers_.
+      for (TensorId id : *candidates) {
+        const auto t = static_cast<std::size_t>(id);
+        if (t < scratch_.size() && scratch_[t] >= 0) add_existing(graph, id, *reads, nullptr);
+      }
+      sort_unique(*reads);
     } else {
       for (TensorId id : existing_readers_) add_existing(graph, id, *reads, nullptr);
       sort_unique(*reads);
@@ -281,13 +290,14 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
 }
 
 Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
+  const std::vector<TensorId>* candidates = sink == nullptr ? nullptr : sink->tensors_in_arena();
   const bool in_arena =
       std::any_of(arena_of_.begin(), arena_of_.end(), [](const Membership& m) { return m.arena() != nullptr; }) &&
-      (sink == nullptr || sink->may_read_arena_memory());
+      (candidates == nullptr || !candidates->empty());
   // What the graph reads that may lie in an arena: another member's output, kept in place.
   // The reservation check walks the same tensors, so it collects them while the graph fits.
   std::vector<AddressRange> reads;
-  const bool stale = needs_reserve_reading(graph, in_arena ? &reads : nullptr);
+  const bool stale = needs_reserve_reading(graph, in_arena ? &reads : nullptr, candidates);
   if (stale && in_arena) reads = existing_memory(graph);
   if (stale) {
     if (types_.size() != 1) {

@@ -55,10 +55,11 @@ class AllocSink {
     (void)id, (void)address;
     return Status::ok();
   }
-  // Whether a tensor of the graph may lie in a SharedArena's memory (another member's output
-  // it reads). An adapter that knows none does, having looked at every tensor's buffer while
-  // converting, answers false, and alloc does not look for them.
-  [[nodiscard]] virtual bool may_read_arena_memory() const { return true; }
+  // The tensors of the graph that may lie in a SharedArena's memory (another member's output
+  // it reads, and views of it), or null when the adapter cannot tell. An adapter that looked
+  // at every tensor's buffer while converting gives them (usually none), and alloc looks at
+  // those alone instead of every tensor that has memory (the weights).
+  [[nodiscard]] virtual const std::vector<TensorId>* tensors_in_arena() const { return nullptr; }
 };
 
 struct GraphAllocatorOptions {
@@ -175,7 +176,7 @@ class GraphAllocator {
   // where an alloc looks for another arena member's output, rather than in every view.
   std::vector<TensorId> existing_readers_;
   std::vector<NodeShape> node_shapes_;      // per node, in tensor id order
-  std::vector<std::int32_t> scratch_;       // record_replay's, per tensor
+  std::vector<std::int32_t> scratch_;       // per tensor: its slot, or negative if no slot
   std::vector<Buffer*> chunk_buffers_;      // every chunk of every allocator; refreshed by alloc
   std::vector<std::byte*> chunk_bases_;     // their base addresses
   std::vector<std::uint32_t> first_chunk_;  // per allocator: its first index in chunk_bases_
@@ -213,8 +214,10 @@ class GraphAllocator {
   // the bytes it reads from memory that exists but has no address yet.
   [[nodiscard]] static std::vector<AddressRange> existing_memory(const Graph& graph, Bytes* without_address = nullptr);
   // needs_reserve; while it is false, `reads` gets existing_memory(graph), from the readers
-  // the reservation recorded unless a planned tensor has memory now.
-  [[nodiscard]] bool needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads) const;
+  // the reservation recorded (of them, only those in `candidates` when it is given: see
+  // AllocSink::tensors_in_arena) unless a planned tensor has memory now.
+  [[nodiscard]] bool needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads,
+                                           const std::vector<TensorId>* candidates = nullptr) const;
   std::vector<Membership> arena_of_;             // per allocator; empty membership: its own buffers
   std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
   // Per allocator in an arena: the arena's generation after its last place, if that placement

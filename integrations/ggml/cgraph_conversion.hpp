@@ -206,8 +206,13 @@ struct Converted {
   // that have no memory yet: memory that exists elsewhere (another graph's output, as
   // whisper.cpp's encoder reads the conv graph's), resolved when alloc_graph meets the view.
   std::vector<TensorId> memory_elsewhere;
-  // How many of the graph's tensors lie in the shared arenas' buffers; 0: alloc need not look.
-  std::size_t in_arena = 0;
+  // The tensors whose memory (a view's: its root's) lies in the shared arenas' buffers, as
+  // the last conversion found them; none: alloc need not look.
+  std::vector<TensorId> in_arena;
+  // The tensors whose `data` fill_memory_details set (every other one's is nullptr), unless
+  // data_anywhere: fill_details and a conversion of another topology may leave data on any.
+  std::vector<TensorId> with_data;
+  bool data_anywhere = true;
 
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
@@ -265,32 +270,45 @@ void fill_details(Converted& out) {
     g.view_offs = static_cast<Bytes>(t->view_offs);
     g.data = t->data;
   }
+  out.data_anywhere = true;
+}
+
+// Whether the memory of `t` (a view's: its root's) lies in one of the buffers [begin, end).
+// `outside` remembers the last buffer found not to be one: weights come in runs of one buffer.
+bool in_buffers(const ggml_tensor* t, const ggml_backend_buffer_t* begin, const ggml_backend_buffer_t* end,
+                ggml_backend_buffer_t& outside) {
+  const ggml_tensor* root = t->view_src != nullptr ? t->view_src : t;
+  if (root->buffer == nullptr || root->buffer == outside) return false;
+  if (std::find(begin, end, root->buffer) != end) return true;
+  outside = root->buffer;
+  return false;
 }
 
 // What a shared arena reads at alloc (GraphAllocator::existing_memory), which alloc_graph's
-// conversion otherwise skips: shape, view offset and data of the tensors whose memory (a
-// view's: its root's) lies in one of `arena_buffers`; counts them in Converted::in_arena. The
-// rest (weights, caches) keeps no data: it is none of the arena's business, and a buffer type
-// without real addresses could make it look like the arena's.
-void fill_memory_details(Converted& out, const std::vector<ggml_backend_buffer_t>& arena_buffers) {
-  out.in_arena = 0;
-  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
-    const ggml_tensor* t = out.ggml[i];
-    galloc::Tensor& g = out.graph.tensors[i];
-    const ggml_tensor* root = t->view_src != nullptr ? t->view_src : t;
-    if (root->buffer == nullptr ||
-        std::find(arena_buffers.begin(), arena_buffers.end(), root->buffer) == arena_buffers.end()) {
-      g.data = nullptr;
-      continue;
-    }
+// conversion otherwise skips: shape, view offset and data of the tensors in
+// Converted::in_arena. The rest (weights, caches) keeps no data: it is none of the arena's
+// business, and a buffer type without real addresses could make it look like the arena's.
+// Only the tensors whose data the last call set are cleared, so the usual graph, with a few
+// tensors in the arena or none, costs a few stores.
+void fill_memory_details(Converted& out) {
+  std::vector<galloc::Tensor>& tensors = out.graph.tensors;
+  if (out.data_anywhere) {
+    for (galloc::Tensor& g : tensors) g.data = nullptr;
+    out.data_anywhere = false;
+  } else {
+    for (TensorId id : out.with_data) tensors[static_cast<std::size_t>(id)].data = nullptr;
+  }
+  for (TensorId id : out.in_arena) {
+    const ggml_tensor* t = out.ggml[static_cast<std::size_t>(id)];
+    galloc::Tensor& g = tensors[static_cast<std::size_t>(id)];
     for (int d = 0; d < galloc::kMaxDims; ++d) {
       g.ne[static_cast<std::size_t>(d)] = t->ne[d];
       g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
     }
     g.view_offs = static_cast<Bytes>(t->view_offs);
     g.data = t->data;
-    ++out.in_arena;
   }
+  out.with_data = out.in_arena;
 }
 
 galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) {
@@ -354,8 +372,8 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
   // locals, which the stores into the tensors below cannot alias
   const ggml_backend_buffer_t* const arena_begin = arena_buffers.data();
   const ggml_backend_buffer_t* const arena_end = arena_begin + arena_buffers.size();
-  std::size_t in_arena = 0;
   ggml_backend_buffer_t outside = nullptr;  // the last buffer met that is not the arena's
+  out.in_arena.clear();
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     const Converted::Edges& edges = out.edges[i];
@@ -375,18 +393,11 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     g.has_memory = has_memory(t, MemoryRule::kGraph);
     // while the tensor is at hand, rather than in a second pass over the graph
     if constexpr (kSharing) {
-      // weights come in runs of one buffer: one search per run
-      if (t->view_src == nullptr && t->buffer != nullptr && t->buffer != outside) {
-        if (std::find(arena_begin, arena_end, t->buffer) != arena_end) {
-          ++in_arena;
-        } else {
-          outside = t->buffer;
-        }
-      }
+      if (in_buffers(t, arena_begin, arena_end, outside)) out.in_arena.push_back(static_cast<TensorId>(i));
     }
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
-  if (kSharing && in_arena != 0) fill_memory_details(out, arena_buffers);
+  if (kSharing) fill_memory_details(out);
   status = galloc::Status::ok();
   return true;
 }
@@ -429,7 +440,7 @@ void mark_memory_elsewhere(Converted& out) {
 galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details,
                              const std::vector<ggml_backend_buffer_t>& arena_buffers) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
-  out.in_arena = 0;
+  out.in_arena.clear();
   galloc::Status status;
   if (arena_buffers.empty() ? reconvert_same_topology<false>(cgraph, out, arena_buffers, status)
                             : reconvert_same_topology<true>(cgraph, out, arena_buffers, status)) {
@@ -437,6 +448,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     return status;
   }
   out.edges_valid = false;
+  out.data_anywhere = true;  // the tensors keep what the last graph left in them
   out.clear(static_cast<std::size_t>(cgraph->n_nodes) + static_cast<std::size_t>(cgraph->n_leafs));
   for (int i = 0; i < cgraph->n_leafs; ++i) {
     if (cgraph->leafs[i] == nullptr) return galloc::invalid_argument("leaf " + std::to_string(i) + " is NULL");
@@ -476,7 +488,15 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   mark_memory_elsewhere(out);
   out.edges_valid = true;
   if (details == Details::kFill) fill_details(out);
-  if (details == Details::kSkip && !arena_buffers.empty()) fill_memory_details(out, arena_buffers);
+  if (details == Details::kSkip && !arena_buffers.empty()) {
+    ggml_backend_buffer_t outside = nullptr;
+    const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
+    for (std::size_t i = 0; i < out.ggml.size(); ++i) {
+      if (in_buffers(out.ggml[i], arena_buffers.data(), arena_end, outside))
+        out.in_arena.push_back(static_cast<TensorId>(i));
+    }
+    fill_memory_details(out);
+  }
   return galloc::Status::ok();
 }
 

@@ -419,8 +419,8 @@ class InitTensors final : public galloc::AllocSink {
     return galloc::Status::ok();
   }
 
-  // convert_graph counted them (none, unless the graph reads another member's output).
-  [[nodiscard]] bool may_read_arena_memory() const override { return galloc_->current.in_arena != 0; }
+  // convert_graph found them (none, unless the graph reads another member's output).
+  [[nodiscard]] const std::vector<TensorId>* tensors_in_arena() const override { return &galloc_->current.in_arena; }
 
   [[nodiscard]] bool reserved() const { return reserved_; }
 

@@ -255,6 +255,55 @@ TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
   EXPECT_TRUE(second.alloc(c.graph()).is_ok());
 }
 
+// An adapter that names the tensors of its graph lying in an arena (AllocSink::tensors_in_arena,
+// as the ggml drop-in does) gets the same as one that does not: what the member reads is kept,
+// and a read of memory another member took over since is an error.
+TEST(SharedArena, AnAdapterNamingTheTensorsInTheArenaGetsTheSameKeepingAndChecks) {
+  struct NamingSink final : AllocSink {
+    Graph* graph = nullptr;
+    std::vector<TensorId> in_arena;
+    Status place(TensorId id, const TensorAddress* address) override {
+      if (address != nullptr) (*graph)[id].data = address->data;
+      return Status::ok();
+    }
+    [[nodiscard]] const std::vector<TensorId>* tensors_in_arena() const override { return &in_arena; }
+  };
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "named");
+  Producer p = producer(1000);
+  Consumer c = consumer(1000, 1200);
+  GraphAllocator first({&cpu}), intruder({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(intruder.join(0, arena, "intruder").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
+  ASSERT_TRUE(first.reserve(p.graph()).is_ok());
+  ASSERT_TRUE(second.reserve(c.graph()).is_ok());
+  Graph& cg = c.graph();
+  NamingSink sink;
+  sink.graph = &cg;
+  sink.in_arena = {c.carried};
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+    compute(p.graph(), *first.plan(), 0x5A);
+    cg[c.carried].data = p.graph()[p.o].data;
+    ASSERT_TRUE(second.alloc(cg, sink).is_ok());
+    compute(cg, *second.plan(), 0x21);
+    EXPECT_TRUE(all_bytes(cg[c.carried].data, tensor_nbytes(cg[c.carried]), 0x5A)) << "round " << round;
+  }
+  // The intruder's memory (from offset 0) ends in the middle of what the consumer reads.
+  auto* base = second.chunks(0).at(0)->base();
+  auto* carried = static_cast<std::byte*>(cg[c.carried].data);
+  ASSERT_GE(carried, base);
+  const Bytes cut = (static_cast<Bytes>(carried - base) + tensor_nbytes(cg[c.carried]) / 2) / 64 * 64;
+  GgmlLikeBuilder big;
+  big.expand_output(big.input_with_size(cut));
+  ASSERT_TRUE(intruder.alloc(big.graph()).is_ok());
+  const Status s = second.alloc(cg, sink);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("shared arena 'named'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("consumer"), std::string::npos) << s.message();
+}
+
 // Checked mode: the memory an alloc takes over from another member is poisoned, so a member
 // that computes after someone else's alloc reads NaN; check_allocation says so too.
 TEST(SharedArena, CheckedModePoisonsWhatAnAllocTakesOver) {
