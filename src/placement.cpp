@@ -55,14 +55,8 @@ Result<Placement> run_best(const Problem& problem, const PlacementOptions& optio
   return detail::smallest_per_allocator(problem, {std::move(best), std::move(searched).value()});
 }
 
-// The heuristics in the order best tries them: ggml first, the most often smallest next,
-// since best stops at the first that reaches the lower bound. Greedy by size into the lowest
-// gap is the smallest on 19 of the 23 zoo graphs and on 96% of random allocators;
-// lowest-offset-first (busiest, then area) reaches the bound on all 23 (on ViT-B/16,
-// ResNet-50, training-llama-2l and gpt2-small-tg1 alone). Each of the rest is the only
-// smallest on a few random graphs (of about 1,700 allocators: by size best fit 8, by start
-// best fit 3, by start lowest offset 1; the lifetime order lowers the geometric mean over
-// random graphs from 1.0040 to 1.0015 with the others), so they stay, behind.
+// The registry, in the order `galloc strategies` lists it. `best` tries the heuristics in
+// an order of its own (best_order, below).
 constexpr NamedStrategy kRegistry[] = {
     {Strategy::kGgml, "ggml", "online best fit in execution order, exactly as upstream ggml-alloc", true, run_ggml},
     {Strategy::kGreedyLowestOffset, "greedy-lowest-offset", "largest first, each into the lowest gap that fits", true,
@@ -125,21 +119,32 @@ Result<Placement> place(const Problem& problem, const PlacementOptions& options)
 
 namespace detail {
 
+Span<const Strategy> best_order(const Problem& problem) {
+  static constexpr Strategy kSmall[] = {
+      Strategy::kLowestOffsetFirst,           Strategy::kGgml,   Strategy::kGreedyLowestOffset,
+      Strategy::kLowestOffsetFirstByLifetime, Strategy::kGreedy, Strategy::kGreedyByStart,
+      Strategy::kGreedyByStartLowestOffset};
+  static constexpr Strategy kLarger[] = {Strategy::kGgml,
+                                         Strategy::kGreedyLowestOffset,
+                                         Strategy::kLowestOffsetFirstByLifetime,
+                                         Strategy::kLowestOffsetFirst,
+                                         Strategy::kGreedy,
+                                         Strategy::kGreedyByStart,
+                                         Strategy::kGreedyByStartLowestOffset};
+  if (problem.storages.size() <= kLowestOffsetFirstUpTo) return {kSmall, std::size(kSmall)};
+  return {kLarger, std::size(kLarger)};
+}
+
 Placement best_of_heuristics(const Problem& problem) {
   const std::vector<Bytes> lower = live_lower_bound(problem);
-  std::vector<const NamedStrategy*> candidates;
-  for (const NamedStrategy& entry : kRegistry) {
-    if (entry.heuristic) candidates.push_back(&entry);
-  }
-  if (problem.storages.size() <= kLowestOffsetFirstUpTo && candidates.size() > 2) {
-    std::swap(candidates[1], candidates[2]);
-  }
   const PlacementOptions options;
   Placement best;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (i > 0 && cannot_be_beaten(problem, best, lower)) break;
-    Placement next = std::move(candidates[i]->place(problem, options)).value();
-    best = i == 0 ? std::move(next) : smallest_per_allocator(problem, {std::move(best), std::move(next)});
+  bool first = true;
+  for (Strategy strategy : best_order(problem)) {
+    if (!first && cannot_be_beaten(problem, best, lower)) break;
+    Placement next = std::move(find(strategy)->place(problem, options)).value();
+    best = first ? std::move(next) : smallest_per_allocator(problem, {std::move(best), std::move(next)});
+    first = false;
   }
   return best;
 }

@@ -23,15 +23,26 @@ namespace galloc::detail {
 [[nodiscard]] bool cannot_be_beaten(const Problem& problem, const Placement& placement,
                                     const std::vector<Bytes>& lower);
 
-// ggml, then every heuristic of the registry until every allocator is at its lower bound;
-// per allocator the smallest.
+// Every heuristic, in best_order, until no placement can beat the best so far
+// (cannot_be_beaten); per allocator the smallest.
 [[nodiscard]] Placement best_of_heuristics(const Problem& problem);
 
-// Up to this many storage objects, `best` tries lowest-offset-first before greedy into the
-// lowest gap. On small problems the two cost about the same, so trying lowest-offset-first
-// first costs little where greedy would have been enough and saves greedy's attempt where it
-// falls short (training-llama-2l, ResNet-50, ViT-B/16, gpt2-small-tg1); above it, greedy,
-// cheaper on most large graphs, goes first. docs/PERFORMANCE.md has the measured costs.
+// The order `best` tries the heuristics in; it stops at the first placement no other can
+// beat. On the 112 graphs of bench/graphs and the 23 of the zoo (bench/at_bound.py):
+//   - ggml reaches the lower bound on 12 and 6 of them. It is the cheapest, and linear in the
+//     objects where the greedy variants are not on the pathological graphs of
+//     docs/RELIABILITY.md (P4), so it goes first on all but small problems.
+//   - Greedy into the lowest gap reaches it on 108 and 19, and costs less than either
+//     lowest-offset-first.
+//   - Lowest-offset-first by lifetime on 112 and 22 (not the zoo's llama-7b-pp2048); alone
+//     among these on four of Llama-2-7B's and Mistral-7B's flash-attention graphs.
+//   - Lowest-offset-first (busiest, then area) on 108 and 23. Up to kLowestOffsetFirstUpTo
+//     objects it costs about what greedy does and alone reaches the bound on
+//     training-llama-2l, ResNet-50, ViT-B/16 and gpt2-small-tg1, so there it goes first.
+//   - Each of the rest is the only smallest on a few random graphs (of about 1,700 allocators:
+//     greedy by size into the best fit 8, by start into the best fit 3, by start into the
+//     lowest gap 1), so they stay, behind.
+[[nodiscard]] Span<const Strategy> best_order(const Problem& problem);
 inline constexpr std::size_t kLowestOffsetFirstUpTo = 336;
 
 // Lowest-offset-first finds its next object in one of two ways with the same result. Up to this

@@ -57,8 +57,8 @@ struct PlacementOptions {
   double best_search_min_gap = 0.001;
 };
 
-// The registry: every strategy, by name. `best` tries the heuristics in this order, ggml
-// first, so the ones most often smallest come first.
+// The registry: every strategy, by name. `best` tries the heuristics (in an order of its own,
+// the most often smallest first) and keeps, per buffer, the smallest.
 struct NamedStrategy {
   Strategy strategy;
   std::string_view name;

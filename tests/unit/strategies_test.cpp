@@ -280,6 +280,24 @@ TEST(BestStrategy, CannotBeBeatenOnlyAtTheLowerBoundInTheFewestChunks) {
   EXPECT_FALSE(cannot_be_beaten(lifetimes, placement({64}, {0, 0}), {64, 0})) << "two empty chunks, none would do";
 }
 
+// best_order lists the candidates in its own order: every heuristic of the registry, once,
+// for problems on either side of the size where lowest-offset-first goes first.
+TEST(BestStrategy, TriesEveryHeuristicOnce) {
+  std::vector<Strategy> heuristics;
+  for (const NamedStrategy& entry : strategy_registry()) {
+    if (entry.heuristic) heuristics.push_back(entry.strategy);
+  }
+  std::sort(heuristics.begin(), heuristics.end());
+  for (const std::size_t n : {std::size_t{1}, detail::kLowestOffsetFirstUpTo, detail::kLowestOffsetFirstUpTo + 1}) {
+    Lifetimes problem;
+    problem.storages.resize(n);
+    const Span<const Strategy> order = detail::best_order(problem);
+    std::vector<Strategy> tried(order.begin(), order.end());
+    std::sort(tried.begin(), tried.end());
+    EXPECT_EQ(tried, heuristics) << n << " storage objects";
+  }
+}
+
 // Online best fit leaves a hole that the next, larger tensor cannot use:
 //
 //   step      A(64)  B(128)  C(128)          ggml:    A [0,64) B [64,192) C [192,320)
