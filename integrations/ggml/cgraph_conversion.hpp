@@ -337,8 +337,10 @@ enum class Details { kFill, kSkip };
 // Leafs get the first ids, then nodes, in list order; then the tensors they read (their
 // sources and view sources) and those tensors' view sources, in the order they are found. The
 // same graph topology gives the same ids. The sources of a tensor that is no leaf or node are
-// not followed: the allocator never reads them, and they may be a whole other graph (whisper's
-// cross graph reads the encoder's output, whose sources are the encoder's 200 nodes).
+// not followed: they may be a whole other graph (whisper's cross graph reads the encoder's
+// output, whose sources are the encoder's 200 nodes), and ggml-alloc reads them only for an
+// input tensor with an op it reuses in place, which llama.cpp, whisper.cpp and ggml-backend's
+// scheduler do not make (their inputs are new tensors).
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
 // sources are found, one hash lookup per edge; kSkip leaves the details to fill_details
 // except, for the tensors in `arena_buffers` (a shared arena's), fill_memory_details'.
@@ -430,13 +432,7 @@ void mark_memory_elsewhere(Converted& out) {
   }
 }
 
-// Leafs get the first ids, then nodes, in list order; then the tensors they read (their
-// sources and view sources) and those tensors' view sources, in the order they are found. The
-// same graph topology gives the same ids. The sources of a tensor that is no leaf or node are
-// not followed: the allocator never reads them, and they may be a whole other graph (whisper's
-// cross graph reads the encoder's output, whose sources are the encoder's 200 nodes).
-// Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
-// sources are found, one hash lookup per edge; kSkip leaves the details to fill_details.
+// (declared above, with what it converts)
 galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details,
                              const std::vector<ggml_backend_buffer_t>& arena_buffers) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
