@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "bench_cases.hpp"
 #include "galloc/graph_file_gz.hpp"
 #include "galloc/graph_json.hpp"
 #include "galloc/lifetimes.hpp"
@@ -27,8 +29,7 @@ double median_us(int repetitions, Run&& run) {
     run();
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return galloc::bench::median(std::move(us));
 }
 
 }  // namespace
