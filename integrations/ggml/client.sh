@@ -37,6 +37,8 @@ client_setup() {
     fi
     grep -qx "spec=$GGML_SPEC" "$OUT_DIR/.libggml-stock.stamp" 2>/dev/null \
         || die "$OUT_DIR holds ggml for another package (see $OUT_DIR/.libggml-stock.stamp)"
+    # A client built on another package's ggml may come first to this package's cache.
+    mkdir -p "$PKG_CACHE"
     exec 9>"$PKG_CACHE/.$CLIENT.lock"
     if command -v flock >/dev/null 2>&1; then flock 9; fi
 }
