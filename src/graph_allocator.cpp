@@ -296,7 +296,8 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
       (candidates == nullptr || !candidates->empty());
   // What the graph reads that may lie in an arena: another member's output, kept in place.
   // The reservation check walks the same tensors, so it collects them while the graph fits.
-  std::vector<AddressRange> reads;
+  std::vector<AddressRange>& reads = alloc_reads_;
+  reads.clear();
   const bool stale = needs_reserve_reading(graph, in_arena ? &reads : nullptr, candidates);
   if (stale && in_arena) reads = existing_memory(graph);
   if (stale) {
@@ -317,21 +318,23 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
         continue;
       }
       arena_generation_[a] = 0;
-      auto placed = arena->place(arena_of_[a].id(), arena_needs_[a], reads);
-      if (!placed) return {placed.status().code(), "alloc: " + placed.status().message()};
-      if (placed->reusable) arena_generation_[a] = placed->generation;
-      for (std::size_t c = 0; c < placed->chunks.size(); ++c) {
-        placed->chunks[c].buffer->reset();
-        chunk_buffers_[first_chunk_[a] + c] = placed->chunks[c].buffer;
-        chunk_bases_[first_chunk_[a] + c] = placed->chunks[c].base;
+      SharedArena::Placement& placed = arena_placement_;
+      if (Status s = arena->place(arena_of_[a].id(), arena_needs_[a], reads, placed); !s) {
+        return {s.code(), "alloc: " + s.message()};
+      }
+      if (placed.reusable) arena_generation_[a] = placed.generation;
+      for (std::size_t c = 0; c < placed.chunks.size(); ++c) {
+        placed.chunks[c].buffer->reset();
+        chunk_buffers_[first_chunk_[a] + c] = placed.chunks[c].buffer;
+        chunk_bases_[first_chunk_[a] + c] = placed.chunks[c].base;
       }
       // Another member's output that was moved out of the way: its tensors follow it.
-      if (placed->moves.empty()) continue;
+      if (placed.moves.empty()) continue;
       for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
         Tensor& tensor = graph.tensors[t];
         auto* data = static_cast<std::byte*>(tensor.data);
         if (!tensor.has_memory || data == nullptr) continue;
-        for (const SharedArena::Move& move : placed->moves) {
+        for (const SharedArena::Move& move : placed.moves) {
           if (data < move.from.begin || data >= move.from.end) continue;
           tensor.data = move.to + (data - move.from.begin);
           if (sink != nullptr) {

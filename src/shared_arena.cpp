@@ -168,9 +168,9 @@ void SharedArena::compose(std::vector<Move>& moves, const std::vector<Move>& lat
   }
 }
 
-Result<std::vector<SharedArena::Owned>> SharedArena::kept_reads(MemberId member,
-                                                                const std::vector<AddressRange>& reads) const {
-  std::vector<Owned> kept;
+Status SharedArena::kept_reads(MemberId member, const std::vector<AddressRange>& reads,
+                               std::vector<Owned>& kept) const {
+  kept.clear();
   for (const AddressRange& graph_read : reads) {
     if (graph_read.begin == graph_read.end) continue;
     const AddressRange read = current(member, graph_read);
@@ -178,6 +178,7 @@ Result<std::vector<SharedArena::Owned>> SharedArena::kept_reads(MemberId member,
     if (!piece) continue;  // not arena memory: weights, a KV cache
     const Owned* owner = owner_of(*piece);
     if (owner == nullptr) {
+      kept.clear();
       return failed_precondition(
           "shared arena '" + name_ + "': " + describe(member) + " reads " + std::to_string(piece->end - piece->begin) +
           " bytes at offset " + std::to_string(piece->begin) +
@@ -192,17 +193,21 @@ Result<std::vector<SharedArena::Owned>> SharedArena::kept_reads(MemberId member,
   std::sort(kept.begin(), kept.end(), [](const Owned& a, const Owned& b) {
     return a.chunk != b.chunk ? std::less<const Buffer*>()(a.chunk, b.chunk) : a.begin < b.begin;
   });
-  std::vector<Owned> merged;
+  // Merged in place: `merged` pieces lie at the front.
+  std::size_t merged = 0;
   for (const Owned& k : kept) {
     // Overlapping pieces lie in one owned range, so have one owner; touching ones may not.
-    if (!merged.empty() && merged.back().chunk == k.chunk &&
-        (k.begin < merged.back().end || (k.begin == merged.back().end && k.owner == merged.back().owner))) {
-      merged.back().end = std::max(merged.back().end, k.end);
-      continue;
+    if (merged > 0) {
+      Owned& last = kept[merged - 1];
+      if (last.chunk == k.chunk && (k.begin < last.end || (k.begin == last.end && k.owner == last.owner))) {
+        last.end = std::max(last.end, k.end);
+        continue;
+      }
     }
-    merged.push_back(k);
+    kept[merged++] = k;
   }
-  return merged;
+  kept.resize(merged);
+  return Status::ok();
 }
 
 bool SharedArena::read_pieces(Buffer& buffer, const std::vector<Owned>& pieces,
@@ -270,20 +275,18 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
-  auto kept = kept_reads(member, reads);
-  if (!kept) {
-    if (keep_reads) return kept.status();
-    kept = std::vector<Owned>{};  // sizing only: a stale read is the alloc's to report
-  }
+  std::vector<Owned> kept;
+  if (Status s = kept_reads(member, reads, kept); !s && keep_reads) return s;
+  // (without keep_reads, sizing only: a stale read is the alloc's to report, and kept is empty)
   carried = align_up(carried, alignment);
-  for (const Owned& k : *kept) carried += align_up(k.end - k.begin, alignment);
+  for (const Owned& k : kept) carried += align_up(k.end - k.begin, alignment);
   std::vector<Move>& pending = *entry_of(pending_moves_, member);
   for (std::size_t c = 0; c < needs.size(); ++c) {
     const Bytes want = std::max(needs[c], std::min(needs[c] + carried, type_.max_size()));
     if (c < chunks_.size() && chunks_[c]->size() >= want) continue;
     std::vector<Owned> in_chunk;
     if (keep_reads && c < chunks_.size()) {
-      for (const Owned& k : *kept) {
+      for (const Owned& k : kept) {
         if (k.chunk == chunks_[c].get()) in_chunk.push_back(k);
       }
     }
@@ -299,18 +302,25 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
 
 Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
                                                   const std::vector<AddressRange>& reads) {
+  Placement placement;
+  GALLOC_RETURN_IF_ERROR(place(member, needs, reads, placement));
+  return placement;
+}
+
+Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
+                          Placement& placement) {
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
   // What the member reads from the arena must still be its writer's; it is kept.
-  auto kept = kept_reads(member, reads);
-  if (!kept) return kept.status();
-  Placement placement;
-  placement.moves = std::move(*entry_of(pending_moves_, member));
-  entry_of(pending_moves_, member)->clear();
+  std::vector<Owned>& kept = kept_;
+  GALLOC_RETURN_IF_ERROR(kept_reads(member, reads, kept));
+  placement.chunks.clear();
+  placement.moves.clear();
+  placement.moves.swap(*entry_of(pending_moves_, member));
   // Retired chunks are freed once nothing kept lies in them.
   for (auto it = retired_.begin(); it != retired_.end();) {
     const Buffer* chunk = it->get();
-    if (std::any_of(kept->begin(), kept->end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
+    if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
       ++it;
       continue;
     }
@@ -319,12 +329,14 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
   }
 
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
-  std::vector<Owned> regions;
+  std::vector<Owned>& regions = regions_;  // the member's last placement once all is done
+  regions.clear();
+  std::vector<Owned>& in_chunk = in_chunk_;
   for (std::size_t c = 0; c < needs.size(); ++c) {
     const Bytes need = needs[c];
     if (c >= chunks_.size()) GALLOC_RETURN_IF_ERROR(grow_chunk(c, need, false));
-    std::vector<Owned> in_chunk;
-    for (const Owned& k : *kept) {
+    in_chunk.clear();
+    for (const Owned& k : kept) {
       if (k.chunk == chunks_[c].get()) in_chunk.push_back(k);
     }
     Bytes kept_bytes = 0;
@@ -344,7 +356,8 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
     if (clear(0)) {
       shift = 0;
     } else {
-      std::vector<Bytes> candidates;
+      std::vector<Bytes>& candidates = shifts_;
+      candidates.clear();
       for (const Owned& k : in_chunk) candidates.push_back(align_up(k.end, alignment));
       if (size >= need) candidates.push_back((size - need) / alignment * alignment);
       std::sort(candidates.begin(), candidates.end());
@@ -390,10 +403,10 @@ Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::ve
     }
     placement.chunks.push_back({target, target->base() + *shift});
   }
-  *entry_of(last_placed_, member) = std::move(regions);
+  entry_of(last_placed_, member)->swap(regions);
   placement.generation = generation_.load(std::memory_order_relaxed);
   placement.reusable = placement.moves.empty() && retired_.empty();
-  return placement;
+  return Status::ok();
 }
 
 std::optional<SharedArena::Owned> SharedArena::locate(AddressRange range) const {
@@ -419,7 +432,8 @@ const SharedArena::Owned* SharedArena::owner_of(const Owned& piece) const {
 }
 
 void SharedArena::take_over(const Owned& region) {
-  std::vector<Owned> rest;
+  std::vector<Owned>& rest = rest_;
+  rest.clear();
   for (const Owned& o : owned_) {
     if (o.chunk != region.chunk || o.end <= region.begin || region.end <= o.begin) {
       rest.push_back(o);
@@ -429,7 +443,7 @@ void SharedArena::take_over(const Owned& region) {
     if (region.end < o.end) rest.push_back({o.chunk, region.end, o.end, o.owner});
   }
   rest.push_back(region);
-  owned_ = std::move(rest);
+  owned_.swap(rest);
 }
 
 bool SharedArena::holds(MemberId member) const {

@@ -223,6 +223,10 @@ class GraphAllocator {
   // Per allocator in an arena: the arena's generation after its last place, if that placement
   // may be kept while the generation stays (SharedArena::Placement::reusable); 0 otherwise.
   std::vector<std::uint64_t> arena_generation_;
+  // alloc's working state in an arena, kept for its vectors' capacity: what the graph reads,
+  // and the arena's answer to where the allocator's chunks are.
+  std::vector<AddressRange> alloc_reads_;
+  SharedArena::Placement arena_placement_;
 };
 
 }  // namespace galloc

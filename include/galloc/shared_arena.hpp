@@ -132,6 +132,10 @@ class SharedArena {
     bool reusable = false;
   };
   Result<Placement> place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads);
+  // The same into `placement`, whose vectors keep their capacity: GraphAllocator places its
+  // member on every alloc that follows another member's.
+  Status place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
+               Placement& placement);
   // True if `member`'s memory from its last place is still all its own.
   [[nodiscard]] bool holds(MemberId member) const;
 
@@ -161,7 +165,7 @@ class SharedArena {
                     const std::vector<std::vector<std::byte>>& bytes, std::vector<Move>& moves);
   // Another member's memory that `member` reads, by chunk and offsets, in ascending order with
   // overlaps merged; an error for a read of memory no single member holds.
-  Result<std::vector<Owned>> kept_reads(MemberId member, const std::vector<AddressRange>& reads) const;
+  Status kept_reads(MemberId member, const std::vector<AddressRange>& reads, std::vector<Owned>& kept) const;
   // Where a read of the graph's addresses lies now, after the member's pending moves.
   [[nodiscard]] AddressRange current(MemberId member, AddressRange read) const;
   static void compose(std::vector<Move>& moves, const std::vector<Move>& later);
@@ -182,6 +186,12 @@ class SharedArena {
   std::vector<std::pair<MemberId, std::string>> members_;
   std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;   // per member
   std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;  // a reserve's, for the next place
+  // Working lists of place and take_over, kept for their capacity.
+  std::vector<Owned> kept_;
+  std::vector<Owned> in_chunk_;
+  std::vector<Owned> rest_;
+  std::vector<Owned> regions_;
+  std::vector<Bytes> shifts_;
   MemberId next_member_ = 1;
   std::atomic<std::uint64_t> growths_{0};
   std::atomic<std::uint64_t> generation_{1};  // bumped while holding mutex_
