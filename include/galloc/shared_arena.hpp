@@ -186,7 +186,7 @@ class SharedArena {
   std::vector<std::pair<MemberId, std::string>> members_;
   std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;   // per member
   std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;  // a reserve's, for the next place
-  // Working lists of place and take_over, kept for their capacity.
+  // Working lists of place and take_over (so also under mutex_), kept for their capacity.
   std::vector<Owned> kept_;
   std::vector<Owned> in_chunk_;
   std::vector<Owned> rest_;
