@@ -96,22 +96,44 @@ client_is_fresh() {
     for f in "${BASH_SOURCE[0]}" "$@"; do [[ ! $f -nt $LIB ]] || return 1; done
 }
 
-# client_build HEADER... -- SOURCE...: compiles the sources (JOBS at a time) into LIB and
-# copies the headers to LIB_DIR/include.
+# client_build HEADER... -- SOURCE... [-- GROUPED_SOURCE...]: compiles the sources (JOBS at a
+# time) into LIB and copies the headers to LIB_DIR/include. GROUPED_SOURCEs are compiled a
+# group per translation unit (one file including several): llama.cpp's ~140 graph builders
+# each parse the same large headers, which is most of their compile time. A group that does
+# not compile as one (two files define the same static function, say) is compiled file by
+# file instead.
 client_build() {
-    local -a headers=() sources=()
+    local -a headers=() sources=() grouped=()
     while [[ $# -gt 0 && $1 != -- ]]; do headers+=("$1"); shift; done
     shift
-    sources=("$@")
+    while [[ $# -gt 0 && $1 != -- ]]; do sources+=("$1"); shift; done
+    [[ $# -gt 0 ]] && shift
+    grouped=("$@")
     rm -rf "$LIB_DIR"
-    mkdir -p "$LIB_DIR/obj" "$LIB_DIR/include"
-    local log=$LIB_DIR/build.log rc=0
-    step "compiling ${#sources[@]} files ($NPM_SPEC, -j$JOBS; log: $log)"
-    export CB_CXX=$CXX CB_FLAGS="${FLAGS[*]}" CB_OBJ=$LIB_DIR/obj
+    mkdir -p "$LIB_DIR/obj" "$LIB_DIR/include" "$LIB_DIR/groups"
+    local log=$LIB_DIR/build.log rc=0 groups=$((JOBS * 2)) i
+    [[ ${#grouped[@]} -lt $groups ]] && groups=${#grouped[@]}
+    for ((i = 0; i < ${#grouped[@]}; i++)); do
+        [[ -f ${grouped[i]} ]] || die "no source file '${grouped[i]}'"
+        printf '#include "%s"\n' "${grouped[i]}" >>"$LIB_DIR/groups/group-$((i % groups)).cpp"
+    done
+    local what="$((${#sources[@]} + ${#grouped[@]})) files"
+    [[ $groups -gt 0 ]] && what+=", ${#grouped[@]} of them in $groups groups"
+    step "compiling $what ($NPM_SPEC, -j$JOBS; log: $log)"
+    for ((i = 0; i < groups; i++)); do sources+=("$LIB_DIR/groups/group-$i.cpp"); done
+    export CB_CXX=$CXX CB_FLAGS="${FLAGS[*]}" CB_OBJ=$LIB_DIR/obj CB_GROUPS=$LIB_DIR/groups
     # shellcheck disable=SC2016
     printf '%s\0' "${sources[@]}" | xargs -0 -n1 -P "$JOBS" bash -c '
-        src=$1 obj=$CB_OBJ/$(echo "${1#/}" | tr / _).o
-        $CB_CXX $CB_FLAGS -c "$src" -o "$obj" >"$obj.log" 2>&1 || { echo "---- $src"; tail -n 20 "$obj.log"; exit 1; }' _ \
+        compile() {
+            local obj=$CB_OBJ/$(echo "${1#/}" | tr / _).o
+            $CB_CXX $CB_FLAGS -c "$1" -o "$obj" >"$obj.log" 2>&1 && return 0
+            [[ $2 == group ]] && { rm -f "$obj"; return 1; }
+            echo "---- $1"; tail -n 20 "$obj.log"; return 1
+        }
+        compile "$1" "$([[ $1 == "$CB_GROUPS"/* ]] && echo group)" && exit 0
+        [[ $1 == "$CB_GROUPS"/* ]] || exit 1
+        echo "$(basename "$1") does not compile as one translation unit: its files one by one"
+        sed -n "s/^#include \"\(.*\)\"$/\1/p" "$1" | while IFS= read -r src; do compile "$src" || exit 1; done' _ \
         >"$log" 2>&1 || rc=$?
     if [[ $rc -ne 0 ]]; then
         tail -n 40 "$log" >&2
