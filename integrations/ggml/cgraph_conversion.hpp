@@ -275,12 +275,14 @@ void fill_details(Converted& out) {
 
 // Whether the memory of `t` (a view's: its root's) lies in one of the buffers [begin, end).
 // `outside` remembers the last buffer found not to be one: weights come in runs of one buffer.
-bool in_buffers(const ggml_tensor* t, const ggml_backend_buffer_t* begin, const ggml_backend_buffer_t* end,
-                ggml_backend_buffer_t& outside) {
-  const ggml_tensor* root = t->view_src != nullptr ? t->view_src : t;
-  if (root->buffer == nullptr || root->buffer == outside) return false;
-  if (std::find(begin, end, root->buffer) != end) return true;
-  outside = root->buffer;
+// Inlined: it runs for every tensor of every alloc_graph in an arena, and most answer at the
+// first test (a node not allocated yet, a weight).
+[[gnu::always_inline]] inline bool in_buffers(const ggml_tensor* t, const ggml_backend_buffer_t* begin,
+                                              const ggml_backend_buffer_t* end, ggml_backend_buffer_t& outside) {
+  const ggml_backend_buffer_t buffer = (t->view_src != nullptr ? t->view_src : t)->buffer;
+  if (buffer == nullptr || buffer == outside) return false;
+  if (std::find(begin, end, buffer) != end) return true;
+  outside = buffer;
   return false;
 }
 

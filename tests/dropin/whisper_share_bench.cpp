@@ -11,7 +11,10 @@
 // ggml_backend_sched_graph_compute), and each context encodes and decodes REPEATS times: only
 // the allocator's time is left, so many rounds take seconds (no logits are compared then).
 //
-//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]]
+// With --only own or --only shared, only contexts of that kind run (no ratio then): for
+// counting instructions with callgrind, where the two kinds would mix in one count.
+//
+//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]] [--only own|shared]
 //
 // Linked against libggml-galloc.a only (GALLOC_STRATEGY applies, best by default here).
 #include <algorithm>
@@ -89,6 +92,12 @@ std::map<std::string, double> run(const std::string& path, const WhisperDims& di
   return mean;
 }
 
+std::string fixed1(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", value);
+  return text;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -113,7 +122,9 @@ extern "C" enum ggml_status __wrap_ggml_backend_sched_graph_compute(ggml_backend
 }
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]]";
+  const char* usage =
+      "usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]] "
+      "[--only own|shared]";
   if (argc < 3) fail(usage);
   const std::string path = argv[1], size = argv[2];
   WhisperDims dims{};
@@ -121,10 +132,18 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const int tokens = argc > 4 ? std::atoi(argv[4]) : 16;
   int repeats = 1;
-  if (argc > 5) {
-    if (std::string(argv[5]) != "--dry") fail(usage);
-    timing().dry = true;
-    repeats = argc > 6 ? std::atoi(argv[6]) : 20;
+  std::string only;  // --only: one kind of context, for counting instructions (callgrind)
+  for (int i = 5; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--dry") {
+      timing().dry = true;
+      repeats = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoi(argv[++i]) : 20;
+    } else if (arg == "--only" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "own" || std::string(argv[i + 1]) == "shared")) {
+      only = argv[++i];
+    } else {
+      fail(usage);
+    }
   }
   if (rounds < 1 || tokens < 1 || repeats < 1) fail("ROUNDS, TOKENS and REPEATS must be positive");
   if (std::getenv("GALLOC_STRATEGY") == nullptr) setenv("GALLOC_STRATEGY", "best", 1);
@@ -141,16 +160,23 @@ int main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     // which goes first alternates, so that neither always runs on a warmer or colder machine
     for (const bool share : {round % 2 == 1, round % 2 == 0}) {
+      if (!only.empty() && (only == "shared") != share) continue;
       for (const auto& [step, us] : run(path, dims, share, tokens, repeats, pcm, share ? shared_hashes : own_hashes)) {
         (share ? shared : own)[step].push_back(us);
       }
     }
-    if (own_hashes != shared_hashes) fail("the shared run decoded other logits than the unshared one");
+    if (only.empty() && own_hashes != shared_hashes) fail("the shared run decoded other logits than the unshared one");
   }
   std::printf("whisper %s%s, ggml_gallocr_alloc_graph per call, median of %d rounds (us):\n", size.c_str(),
               timing().dry ? " (not computed)" : "", rounds);
   std::printf("%-14s %10s %10s %8s\n", "step", "own", "shared", "ratio");
-  for (const auto& [step, times] : own) {
+  for (const auto& [step, times] : only == "shared" ? shared : own) {
+    if (!only.empty()) {  // one column: the other kind did not run
+      const double t = median(times);
+      std::printf("%-14s %10s %10s %8s\n", step.c_str(), only == "own" ? fixed1(t).c_str() : "-",
+                  only == "shared" ? fixed1(t).c_str() : "-", "-");
+      continue;
+    }
     const double a = median(times), b = median(shared[step]);
     std::printf("%-14s %10.1f %10.1f %8.3f\n", step.c_str(), a, b, b / a);
   }
