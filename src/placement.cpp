@@ -74,6 +74,9 @@ constexpr NamedStrategy kRegistry[] = {
     {Strategy::kGreedyByStartLowestOffset, "greedy-by-start-lowest-offset",
      "in order of allocation, each into the lowest gap that fits", true,
      run_greedy<GreedyOrder::kStartTime, GapChoice::kLowestOffset>},
+    {Strategy::kGreedyLateFirst, "greedy-late-first",
+     "largest first, among equal sizes the one freed later first, each into the best-fitting gap", true,
+     run_greedy<GreedyOrder::kDecreasingSizeLateFirst, GapChoice::kBestFit>},
     {Strategy::kExact, "exact", "search for the smallest placement within a time limit (MiniMalloc)", false, run_exact},
     {Strategy::kBest, "best", "per buffer the smallest of the heuristics, never worse than ggml", false, run_best},
 };
@@ -121,16 +124,17 @@ namespace detail {
 
 Span<const Strategy> best_order(const Problem& problem) {
   static constexpr Strategy kSmall[] = {
-      Strategy::kLowestOffsetFirst,           Strategy::kGgml,   Strategy::kGreedyLowestOffset,
-      Strategy::kLowestOffsetFirstByLifetime, Strategy::kGreedy, Strategy::kGreedyByStart,
-      Strategy::kGreedyByStartLowestOffset};
+      Strategy::kLowestOffsetFirst,           Strategy::kGgml,           Strategy::kGreedyLowestOffset,
+      Strategy::kLowestOffsetFirstByLifetime, Strategy::kGreedy,         Strategy::kGreedyByStart,
+      Strategy::kGreedyByStartLowestOffset,   Strategy::kGreedyLateFirst};
   static constexpr Strategy kLarger[] = {Strategy::kGgml,
                                          Strategy::kGreedyLowestOffset,
                                          Strategy::kLowestOffsetFirstByLifetime,
                                          Strategy::kLowestOffsetFirst,
                                          Strategy::kGreedy,
                                          Strategy::kGreedyByStart,
-                                         Strategy::kGreedyByStartLowestOffset};
+                                         Strategy::kGreedyByStartLowestOffset,
+                                         Strategy::kGreedyLateFirst};
   if (problem.storages.size() <= kLowestOffsetFirstUpTo) return {kSmall, std::size(kSmall)};
   return {kLarger, std::size(kLarger)};
 }

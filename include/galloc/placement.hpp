@@ -19,6 +19,7 @@ enum class Strategy {
   kGreedyLowestOffset,           // greedy by decreasing size, into the lowest gap that fits
   kGreedyByStart,                // greedy in order of allocation, into the best-fitting gap
   kGreedyByStartLowestOffset,    // greedy in order of allocation, into the lowest gap that fits
+  kGreedyLateFirst,              // greedy by decreasing size, the later end first, into the best-fitting gap
   kLowestOffsetFirst,            // lowest offset first; the busiest, then the largest area
   kLowestOffsetFirstByLifetime,  // lowest offset first; the busiest, then the longest lifetime
   kExact,                        // offline search for the smallest buffer within a time budget (MiniMalloc)
@@ -77,8 +78,9 @@ struct NamedStrategy {
 [[nodiscard]] Placement place_ggml(const Problem& problem);
 
 enum class GreedyOrder {
-  kDecreasingSize,  // largest first (XLA's spatial order)
-  kStartTime,       // in order of allocation (XLA's temporal order)
+  kDecreasingSize,           // largest first (XLA's spatial order)
+  kStartTime,                // in order of allocation (XLA's temporal order)
+  kDecreasingSizeLateFirst,  // largest first; among equal sizes, the one freed last first
 };
 enum class GapChoice {
   kBestFit,       // the smallest gap that fits

@@ -198,18 +198,21 @@ std::optional<Offset> find_gap(std::vector<ByteSpan>& spans, Bytes size, Bytes l
 std::vector<StorageId> placing_order(const Problem& problem, std::vector<StorageId> ids, GreedyOrder order) {
   struct Key {
     Bytes size;
-    Step start;
+    Step when;  // the start, or the negated end (late first)
     StorageId id;
   };
   std::vector<Key> keys;
   keys.reserve(ids.size());
   for (StorageId s : ids) {
     const StorageObject& object = problem.storages[static_cast<std::size_t>(s)];
-    keys.push_back({order == GreedyOrder::kDecreasingSize ? object.size : 0, object.live.lower, s});
+    const bool by_size = order == GreedyOrder::kDecreasingSize || order == GreedyOrder::kDecreasingSizeLateFirst;
+    // late first: the later end first (negated, so that the sort below stays ascending)
+    const Step when = order == GreedyOrder::kDecreasingSizeLateFirst ? -object.live.upper : object.live.lower;
+    keys.push_back({by_size ? object.size : 0, when, s});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
     if (a.size != b.size) return a.size > b.size;
-    if (a.start != b.start) return a.start < b.start;
+    if (a.when != b.when) return a.when < b.when;
     return a.id < b.id;
   });
   for (std::size_t i = 0; i < keys.size(); ++i) ids[i] = keys[i].id;

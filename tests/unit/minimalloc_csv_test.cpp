@@ -69,7 +69,7 @@ constexpr const char* kThree =
 // capacity of 10 only with the exact search, which a capacity asks for.
 constexpr const char* kTight =
     "id,lower,upper,size\n"
-    "0,10,15,5\n1,1,5,5\n2,3,4,1\n3,9,15,5\n4,5,10,3\n5,4,9,1\n6,3,8,4\n";
+    "0,4,10,3\n1,1,3,5\n2,11,15,5\n3,2,5,4\n4,8,11,4\n5,10,13,5\n6,6,8,4\n";
 
 TEST(MiniMallocCsv, BestMeetsACapacityItsHeuristicsMiss) {
   auto csv = parse(kTight);

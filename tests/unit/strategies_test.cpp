@@ -26,11 +26,14 @@ constexpr GreedyOptions kGreedyVariants[] = {
     {GreedyOrder::kDecreasingSize, GapChoice::kLowestOffset},
     {GreedyOrder::kStartTime, GapChoice::kBestFit},
     {GreedyOrder::kStartTime, GapChoice::kLowestOffset},
+    {GreedyOrder::kDecreasingSizeLateFirst, GapChoice::kBestFit},
 };
 
 std::string variant_name(const GreedyOptions& options) {
-  return std::string(options.order == GreedyOrder::kDecreasingSize ? "by size" : "by start") +
-         (options.gap == GapChoice::kBestFit ? ", best fit" : ", lowest offset");
+  const char* order = options.order == GreedyOrder::kDecreasingSize ? "by size"
+                      : options.order == GreedyOrder::kStartTime    ? "by start"
+                                                                    : "by size, late first";
+  return std::string(order) + (options.gap == GapChoice::kBestFit ? ", best fit" : ", lowest offset");
 }
 
 // Greedy spelled out, in O(n^2): for each object in order, every placed object of a chunk that
@@ -55,7 +58,8 @@ Placement obvious_greedy(const Problem& lifetimes, const GreedyOptions& options)
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
       const StorageObject& sx = lifetimes.storages[x];
       const StorageObject& sy = lifetimes.storages[y];
-      if (options.order == GreedyOrder::kDecreasingSize && sx.size != sy.size) return sx.size > sy.size;
+      if (options.order != GreedyOrder::kStartTime && sx.size != sy.size) return sx.size > sy.size;
+      if (options.order == GreedyOrder::kDecreasingSizeLateFirst) return sx.live.upper > sy.live.upper;
       return sx.live.lower < sy.live.lower;
     });
     const Bytes limit = lifetimes.allocators[a].max_chunk_size;
