@@ -57,7 +57,7 @@ check "same plan from .json.gz" bash -c "'$galloc' plan '$work/g.json.gz' --stra
 # best with a capacity its heuristics miss: the exact search finds a fit, and --output writes
 # the solution as MiniMalloc CSV (checked here independently: no two rows live at once share
 # bytes); a capacity below the bound is an error, and then no file is written.
-printf 'id,lower,upper,size\n0,10,15,5\n1,1,5,5\n2,3,4,1\n3,9,15,5\n4,5,10,3\n5,4,9,1\n6,3,8,4\n' >"$work/tight.csv"
+printf 'id,lower,upper,size\n0,4,10,3\n1,1,3,5\n2,11,15,5\n3,2,5,4\n4,8,11,4\n5,10,13,5\n6,6,8,4\n' >"$work/tight.csv"
 check "heuristics alone" "$galloc" plan "$work/tight.csv" --json
 keep tight.json
 check "the heuristics miss the bound here" json_has "$work/tight.json" "j['peak_bytes']>10 and j['lower_bound_bytes']==10"
@@ -76,6 +76,25 @@ if "$galloc" plan "$work/tight.csv" --capacity 9 --time-limit 5 --output "$work/
   failed=$((failed + 1)); echo "FAIL: a capacity below the bound accepted"
 elif grep -q "9 bytes" "$work/err" && [ ! -e "$work/none.csv" ] && [ ! -e "$work/none.csv.partial" ]; then passed=$((passed + 1))
 else failed=$((failed + 1)); echo "FAIL: capacity below the bound: message or a file left"; cat "$work/err"; fi
+
+# Under a device's max buffer size, best reaches the smallest placement the chunks allow on
+# the captured graphs where only greedy-late-first finds it (docs/PERFORMANCE.md, "Under a
+# device's max buffer size", says why none is smaller): graph, max size in MiB, the most bytes.
+while read -r graph max_mib most; do
+  python3 -c "import gzip, json, sys
+g = json.load(gzip.open(sys.argv[1], 'rt'))
+for t in g['buffer_types']: t['max_size'] = int(sys.argv[2]) << 20
+json.dump(g, open(sys.argv[3], 'w'))" "$source_dir/bench/graphs/$graph.json.gz" "$max_mib" "$work/max.json"
+  check "best on $graph at $max_mib MiB" "$galloc" plan "$work/max.json" --strategy best --json
+  keep max-plan.json
+  check "best on $graph at $max_mib MiB needs at most $most bytes" json_has "$work/max-plan.json" \
+    "j['valid'] and j['peak_bytes'] <= $most"
+done <<'CASES'
+llama-rn-0.12.9-llama-2-7b-ctx4096-pp512-flash 32 96468992
+llama-rn-0.12.9-llama-2-7b-ctx8192-pp2048-flash 32 385875968
+llama-rn-0.12.9-llama-2-7b-ctx8192-pp2048-flash 256 385875968
+llama-rn-0.12.9-mistral-7b-v0.3-ctx4096-pp512-flash 32 109064192
+CASES
 
 # Bad input: non-zero exit and a message that names the line or field.
 printf 'id,lower,upper,size\n0,0,10,4\n1,5,x,4\n' >"$work/bad.csv"
