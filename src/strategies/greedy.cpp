@@ -201,13 +201,14 @@ std::vector<StorageId> placing_order(const Problem& problem, std::vector<Storage
     Step when;  // the start, or the negated end (late first)
     StorageId id;
   };
+  const bool by_size = order != GreedyOrder::kStartTime;
+  const bool late_first = order == GreedyOrder::kDecreasingSizeLateFirst;
   std::vector<Key> keys;
   keys.reserve(ids.size());
   for (StorageId s : ids) {
     const StorageObject& object = problem.storages[static_cast<std::size_t>(s)];
-    const bool by_size = order == GreedyOrder::kDecreasingSize || order == GreedyOrder::kDecreasingSizeLateFirst;
     // late first: the later end first (negated, so that the sort below stays ascending)
-    const Step when = order == GreedyOrder::kDecreasingSizeLateFirst ? -object.live.upper : object.live.lower;
+    const Step when = late_first ? -object.live.upper : object.live.lower;
     keys.push_back({by_size ? object.size : 0, when, s});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
