@@ -17,7 +17,12 @@ const char* error_code_name(ErrorCode code) {
 
 std::string Status::to_string() const {
   if (is_ok()) return "ok";
-  return std::string(error_code_name(code_)) + ": " + message_;
+  return std::string(error_code_name(code_)) + ": " + message();
+}
+
+const std::string& Status::no_message() {
+  static const std::string empty;
+  return empty;
 }
 
 }  // namespace galloc

@@ -1,6 +1,7 @@
 // Errors as values: every fallible galloc call returns a Status or a Result<T>.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,19 +24,33 @@ enum class ErrorCode {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(ErrorCode code, std::string message)
+      : code_(code), message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& other)
+      : code_(other.code_), message_(other.message_ ? std::make_unique<std::string>(*other.message_) : nullptr) {}
+  Status& operator=(const Status& other) {
+    if (this != &other) *this = Status(other);
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+  ~Status() = default;
 
   [[nodiscard]] static Status ok() { return {}; }
   [[nodiscard]] bool is_ok() const { return code_ == ErrorCode::kOk; }
   explicit operator bool() const { return is_ok(); }
   [[nodiscard]] ErrorCode code() const { return code_; }
-  [[nodiscard]] const std::string& message() const { return message_; }
+  [[nodiscard]] const std::string& message() const { return message_ ? *message_ : no_message(); }
   // "invalid argument: tensor 3 (x3): source 0 is tensor 99, which is not in the graph"
   [[nodiscard]] std::string to_string() const;
 
  private:
+  [[nodiscard]] static const std::string& no_message();
+
   ErrorCode code_ = ErrorCode::kOk;
-  std::string message_;
+  // On the heap, so that an OK status, returned for every tensor on alloc's path, is a code and
+  // a null pointer to make and to destroy.
+  std::unique_ptr<std::string> message_;
 };
 
 [[nodiscard]] inline Status invalid_argument(std::string message) {

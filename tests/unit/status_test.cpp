@@ -42,5 +42,28 @@ TEST(Result, BuiltFromAnOkStatusIsAnInternalError) {
   EXPECT_EQ(from_default.status().code(), ErrorCode::kInternal);
 }
 
+TEST(Status, CopiesAndMovesKeepTheMessage) {
+  const Status error = out_of_memory("chunk 0: 4096 bytes");
+  Status copy = error;
+  EXPECT_EQ(copy.code(), ErrorCode::kOutOfMemory);
+  EXPECT_EQ(copy.message(), "chunk 0: 4096 bytes");
+  EXPECT_EQ(error.message(), "chunk 0: 4096 bytes");  // a copy, not a move
+
+  Status assigned = Status::ok();
+  assigned = copy;
+  EXPECT_EQ(assigned.to_string(), "out of memory: chunk 0: 4096 bytes");
+  const Status& same = assigned;
+  assigned = same;  // assigning a status to itself keeps the message
+  EXPECT_EQ(assigned.message(), "chunk 0: 4096 bytes");
+
+  const Status moved = std::move(copy);
+  EXPECT_EQ(moved.message(), "chunk 0: 4096 bytes");
+
+  copy = Status::ok();
+  EXPECT_TRUE(copy.is_ok());
+  EXPECT_EQ(copy.message(), "");
+  EXPECT_EQ(copy.to_string(), "ok");
+}
+
 }  // namespace
 }  // namespace galloc
