@@ -55,6 +55,9 @@ bool older_op_can_inplace(ggml_op op) {
 // version.
 struct OpTable {
   std::array<galloc::Op, GGML_OP_COUNT> op{};
+  [[nodiscard]] galloc::Op of(ggml_op o) const {
+    return o < 0 || o >= GGML_OP_COUNT ? galloc::Op::Custom : op[static_cast<std::size_t>(o)];
+  }
   OpTable() {
     for (int i = 0; i < GGML_OP_COUNT; ++i) {
       const auto ggml = static_cast<ggml_op>(i);
@@ -63,11 +66,14 @@ struct OpTable {
   }
 };
 
-galloc::Op op_of(ggml_op op) {
+// A loop over tensors takes the table once: a call per tensor would test the static's guard
+// each time, and the compiler does not inline it.
+const OpTable& op_table() {
   static const OpTable table;
-  if (op < 0 || op >= GGML_OP_COUNT) return galloc::Op::Custom;
-  return table.op[static_cast<std::size_t>(op)];
+  return table;
 }
+
+galloc::Op op_of(ggml_op op) { return op_table().of(op); }
 
 // The ops this ggml's ggml-alloc.c reuses in place, for every graph the drop-in converts.
 galloc::OpSet make_inplace_ops() {
@@ -94,6 +100,9 @@ const galloc::OpSet& this_ggml_inplace_ops() {
 // and block bytes, which is all the allocator reads from a type.
 struct TypeTable {
   std::array<std::optional<galloc::DataType>, GGML_TYPE_COUNT> type{};
+  [[nodiscard]] std::optional<galloc::DataType> of(ggml_type t) const {
+    return t < 0 || t >= GGML_TYPE_COUNT ? std::nullopt : type[static_cast<std::size_t>(t)];
+  }
   TypeTable() {
     for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
       const auto ggml = static_cast<ggml_type>(i);
@@ -116,10 +125,9 @@ struct TypeTable {
   }
 };
 
-std::optional<galloc::DataType> type_of(ggml_type type) {
+const TypeTable& type_table() {
   static const TypeTable table;
-  if (type < 0 || type >= GGML_TYPE_COUNT) return std::nullopt;
-  return table.type[static_cast<std::size_t>(type)];
+  return table;
 }
 
 // ------------------------------------------------------------------ graph conversion
@@ -243,8 +251,8 @@ galloc::Status type_error(const ggml_tensor* t) {
 
 // false (and type_error's message) for a type galloc cannot represent; the message is only
 // built then, so the check stays a table lookup on every alloc
-inline bool set_type(const ggml_tensor* t, galloc::Tensor& g) {
-  const auto type = type_of(t->type);
+inline bool set_type(const ggml_tensor* t, galloc::Tensor& g, const TypeTable& types) {
+  const auto type = types.of(t->type);
   if (!type) return false;
   g.type = *type;
   return true;
@@ -314,12 +322,14 @@ void fill_memory_details(Converted& out) {
 }
 
 galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) {
+  const OpTable& ops = op_table();
+  const TypeTable& types = type_table();
   out.graph.tensors.resize(out.ggml.size());
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     galloc::Tensor& g = out.graph.tensors[i];
-    if (!set_type(t, g)) return type_error(t);
-    g.op = op_of(t->op);
+    if (!set_type(t, g, types)) return type_error(t);
+    g.op = ops.of(t->op);
     for (int s = 0; s < galloc::kMaxSources; ++s) {
       const ggml_tensor* src = with_sources && s < GGML_MAX_SRC ? t->src[s] : nullptr;
       // ggml_cast sets src[1] to the result itself (as ggml_cpy's destination); no dependency
@@ -374,6 +384,8 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
       return false;
   }
   // locals, which the stores into the tensors below cannot alias
+  const OpTable& ops = op_table();
+  const TypeTable& types = type_table();
   const ggml_backend_buffer_t* const arena_begin = arena_buffers.data();
   const ggml_backend_buffer_t* const arena_end = arena_begin + arena_buffers.size();
   ggml_backend_buffer_t outside = nullptr;  // the last buffer met that is not the arena's
@@ -388,11 +400,11 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     }
     if (t->view_src != edges[GGML_MAX_SRC]) return false;
     galloc::Tensor& g = out.graph.tensors[i];
-    if (!set_type(t, g)) {
+    if (!set_type(t, g, types)) {
       status = type_error(t);
       return true;
     }
-    g.op = op_of(t->op);
+    g.op = ops.of(t->op);
     g.flags = flags_of(t);
     g.has_memory = has_memory(t, MemoryRule::kGraph);
     // while the tensor is at hand, rather than in a second pass over the graph
@@ -457,6 +469,8 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     out.graph.nodes.push_back(out.add(cgraph->nodes[i]));
   }
   out.listed = out.ggml.size();
+  const OpTable& ops = op_table();
+  const TypeTable& types = type_table();
   std::vector<galloc::Tensor>& tensors = out.graph.tensors;
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     ggml_tensor* t = out.ggml[i];
@@ -471,8 +485,8 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     if (tensors.size() < out.ggml.size()) tensors.resize(out.ggml.size());
     if (out.edges.size() < out.ggml.size()) out.edges.resize(out.ggml.size());
     galloc::Tensor& g = tensors[i];
-    if (!set_type(t, g)) return type_error(t);
-    g.op = op_of(t->op);
+    if (!set_type(t, g, types)) return type_error(t);
+    g.op = ops.of(t->op);
     g.src = src;
     g.view_src = view_src;
     g.flags = flags_of(t);
