@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -266,11 +267,20 @@ bool has_memory(const ggml_tensor* t, MemoryRule rule) {
 // reservation check of GraphAllocator::alloc reads none of them (it asks the buffer type for
 // each tensor's size, which asks ggml about the ggml tensor), so alloc_graph fills them only
 // when it has to reserve again.
+// A graph of the same tensors as the last one (built again in the same context) has the same
+// names at the same ids: comparing costs less than assigning.
+[[gnu::always_inline]] inline void copy_name(const ggml_tensor* t, std::string& name) {
+  const auto* end = static_cast<const char*>(std::memchr(t->name, '\0', sizeof t->name));
+  const std::size_t length = end == nullptr ? sizeof t->name : static_cast<std::size_t>(end - t->name);
+  if (name.size() == length && std::memcmp(name.data(), t->name, length) == 0) return;
+  name.assign(t->name, length);
+}
+
 void fill_details(Converted& out) {
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     galloc::Tensor& g = out.graph.tensors[i];
-    g.name.assign(t->name);
+    copy_name(t, g.name);
     for (int d = 0; d < galloc::kMaxDims; ++d) {
       g.ne[static_cast<std::size_t>(d)] = t->ne[d];
       g.nb[static_cast<std::size_t>(d)] = static_cast<Bytes>(t->nb[d]);
