@@ -17,7 +17,13 @@
 //   zoo_ggml bench [N] --files FILE...   the same for graph files (bench/graphs' captures),
 //                        replayed through ggml's API (graph_file_ggml.hpp); one bench line each
 //   zoo_ggml ... --filter SUBSTRING   only the graphs whose name contains it
+//
+// Built a third time with GALLOC_PAIRED (galloc_zoo_ggml_upstream_paired: stock ggml-alloc.c and
+// the drop-in renamed by paired_dropin.cpp, in one program), `bench N --files FILE...` times
+// stock, the drop-in's `ggml` and its `best` on each graph by turns and prints `pair` lines with
+// galloc / stock ratios, then their geometric means.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -26,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -712,11 +719,164 @@ int bench_zoo(const std::string& filter, int repetitions) {
   return failures;
 }
 
+#ifdef GALLOC_PAIRED
+// ------------------------------------------------------------------ paired bench
+
+}  // namespace
+
+// paired_dropin.cpp: the drop-in under other names, beside stock ggml-alloc.c
+extern "C" {
+ggml_gallocr_t paired_gallocr_new(ggml_backend_buffer_type_t buft);
+void paired_gallocr_free(ggml_gallocr_t galloc);
+bool paired_gallocr_reserve(ggml_gallocr_t galloc, ggml_cgraph* graph);
+bool paired_gallocr_alloc_graph(ggml_gallocr_t galloc, ggml_cgraph* graph);
+size_t paired_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id);
+}
+
+namespace {
+
+// One allocator of the comparison: stock ggml-alloc, or the drop-in with a strategy.
+struct Contender {
+  const char* name;
+  const char* strategy;  // GALLOC_STRATEGY when the drop-in's allocator is made; null: stock
+  ggml_gallocr_t (*make)(ggml_backend_buffer_type_t);
+  void (*release)(ggml_gallocr_t);
+  bool (*reserve)(ggml_gallocr_t, ggml_cgraph*);
+  bool (*alloc)(ggml_gallocr_t, ggml_cgraph*);
+  size_t (*buffer_size)(ggml_gallocr_t, int);
+};
+
+const std::array<Contender, 3> kContenders = {{
+    {"stock", nullptr, ggml_gallocr_new, ggml_gallocr_free, ggml_gallocr_reserve, ggml_gallocr_alloc_graph,
+     ggml_gallocr_get_buffer_size},
+    {"ggml", "ggml", paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve, paired_gallocr_alloc_graph,
+     paired_gallocr_get_buffer_size},
+    {"best", "best", paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve, paired_gallocr_alloc_graph,
+     paired_gallocr_get_buffer_size},
+}};
+
+// Per graph family (the name's first word: llama, whisper), the log of each ratio to stock,
+// for geometric means over the graphs where stock takes 10 us or more.
+struct PairedMeans {
+  struct Sums {
+    int n = 0;
+    std::array<double, 4> log_ratio{};  // reserve ggml, reserve best, alloc ggml, alloc best
+    std::array<double, 4> worst{};
+  };
+  std::map<std::string, Sums> families;
+  void add(const std::string& family, const std::array<double, 4>& ratios) {
+    for (const std::string& key : {family, std::string("all")}) {
+      Sums& sums = families[key];
+      sums.n += 1;
+      for (std::size_t k = 0; k < ratios.size(); ++k) {
+        sums.log_ratio[k] += std::log(ratios[k]);
+        sums.worst[k] = std::max(sums.worst[k], ratios[k]);
+      }
+    }
+  }
+  void print() const {
+    std::printf("\ngeometric means (worst) of galloc / stock, graphs where stock takes >= 10 us:\n");
+    std::printf("%-10s %4s %15s %15s %15s %15s\n", "family", "n", "ggml reserve", "best reserve", "ggml alloc",
+                "best alloc");
+    for (const auto& [family, sums] : families) {
+      std::printf("%-10s %4d", family.c_str(), sums.n);
+      for (std::size_t k = 0; k < sums.log_ratio.size(); ++k) {
+        std::printf("    %5.2f (%4.2f)", std::exp(sums.log_ratio[k] / sums.n), sums.worst[k]);
+      }
+      std::printf("\n");
+    }
+  }
+};
+
+// Reserves `graph` with every contender by turns (the first of each turn rotates), REPETITIONS
+// turns, then allocates it the same way, each alloc from the state the tensors of `fresh` had
+// before. A ratio is the median over the turns of galloc's time / stock's in the same turn, so
+// that a busy machine slows both sides of it. False when a reserve fails or `ggml` does not
+// give stock's buffer.
+bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<ggml_tensor*>& fresh,
+                ggml_backend_buffer_type& fake, int repetitions, std::size_t bound, PairedMeans& means) {
+  struct State {
+    void* data;
+    ggml_backend_buffer_t buffer;
+  };
+  std::vector<State> before;
+  for (ggml_tensor* t : fresh) before.push_back({t->data, t->buffer});
+  auto restore = [&] {
+    for (std::size_t k = 0; k < fresh.size(); ++k) {
+      fresh[k]->data = before[k].data;
+      fresh[k]->buffer = before[k].buffer;
+    }
+  };
+  constexpr std::size_t n = kContenders.size();
+  std::array<ggml_gallocr_t, n> gallocs{};
+  for (std::size_t c = 0; c < n; ++c) {
+    if (kContenders[c].strategy != nullptr) setenv("GALLOC_STRATEGY", kContenders[c].strategy, 1);
+    gallocs[c] = kContenders[c].make(&fake);
+  }
+  std::array<std::vector<double>, n> reserve_us, alloc_us;
+  auto timed = [](auto&& call) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool ok = call();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    return ok ? us : -1.0;
+  };
+  bool ok = true;
+  for (int r = 0; r < repetitions && ok; ++r) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t c = (static_cast<std::size_t>(r) + k) % n;
+      const double us = timed([&] { return kContenders[c].reserve(gallocs[c], graph); });
+      if (us < 0) {
+        std::fprintf(stderr, "%s: %s: ggml_gallocr_reserve failed\n", name.c_str(), kContenders[c].name);
+        ok = false;
+      }
+      reserve_us[c].push_back(us);
+    }
+  }
+  std::array<std::size_t, n> buffer{};
+  for (std::size_t c = 0; c < n && ok; ++c) buffer[c] = kContenders[c].buffer_size(gallocs[c], 0);
+  if (ok && buffer[1] != buffer[0]) {
+    std::fprintf(stderr, "%s: ggml's buffer is %zu bytes, stock's %zu\n", name.c_str(), buffer[1], buffer[0]);
+    ok = false;
+  }
+  for (int r = 0; r < repetitions && ok; ++r) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t c = (static_cast<std::size_t>(r) + k) % n;
+      restore();
+      const double us = timed([&] { return kContenders[c].alloc(gallocs[c], graph); });
+      check(us >= 0, name + ": " + kContenders[c].name + ": alloc_graph");
+      alloc_us[c].push_back(us);
+    }
+  }
+  restore();
+  for (std::size_t c = 0; c < n; ++c) kContenders[c].release(gallocs[c]);
+  if (!ok) return false;
+
+  auto ratio = [&](const std::array<std::vector<double>, n>& us, std::size_t c) {
+    std::vector<double> turns;
+    for (std::size_t r = 0; r < us[0].size(); ++r) turns.push_back(us[c][r] / us[0][r]);
+    return median(turns);
+  };
+  const std::array<double, 4> ratios = {ratio(reserve_us, 1), ratio(reserve_us, 2), ratio(alloc_us, 1),
+                                        ratio(alloc_us, 2)};
+  std::printf(
+      "pair %s nodes=%d bound=%zu buffer stock=%zu ggml=%zu best=%zu | reserve us stock=%.1f ggml=%.2fx "
+      "best=%.2fx | alloc us stock=%.1f ggml=%.2fx best=%.2fx\n",
+      name.c_str(), ggml_graph_n_nodes(graph), bound, buffer[0], buffer[1], buffer[2], median(reserve_us[0]), ratios[0],
+      ratios[1], median(alloc_us[0]), ratios[2], ratios[3]);
+  std::fflush(stdout);
+  if (median(reserve_us[0]) >= 10 && median(alloc_us[0]) >= 10) means.add(name.substr(0, name.find('-')), ratios);
+  return true;
+}
+#endif  // GALLOC_PAIRED
+
 // Graph files (bench/graphs' captures), replayed through ggml (graph_file_ggml.hpp); each is
 // named by its file name without .json.gz.
 int bench_files(const std::vector<std::string>& paths, const std::string& filter, int repetitions) {
   ggml_backend_buffer_type fake = fake_buffer_type();
   int failures = 0;
+#ifdef GALLOC_PAIRED
+  PairedMeans means;
+#endif
   for (const std::string& path : paths) {
     std::string name = std::filesystem::path(path).filename().string();
     for (const char* suffix : {".gz", ".json"}) {
@@ -744,9 +904,16 @@ int bench_files(const std::vector<std::string>& paths, const std::string& filter
     ggml_backend_buffer_t buffer = place_in_buffer(fake, replayed.external);
     address_views_of_external(replayed);
     const std::size_t bound = lower_bound_of(std::move(file).value(), fake_alignment(&fake));
+#ifdef GALLOC_PAIRED
+    if (!pair_graph(name, replayed.graph, replayed.tensors, fake, repetitions, bound, means)) ++failures;
+#else
     if (!bench_graph(name, replayed.graph, replayed.tensors, fake, repetitions, bound)) ++failures;
+#endif
     ggml_backend_buffer_free(buffer);
   }
+#ifdef GALLOC_PAIRED
+  means.print();
+#endif
   return failures;
 }
 
@@ -777,6 +944,9 @@ int main(int argc, char** argv) {
     }
   }
   int failures = 0;
+#ifdef GALLOC_PAIRED
+  if (mode != "bench" || files.empty()) fail("usage: zoo_ggml (paired) bench [REPETITIONS] --files FILE...");
+#endif
   if (mode == "bench") {
     failures = files.empty() ? bench_zoo(filter, repetitions) : bench_files(files, filter, repetitions);
   } else {
