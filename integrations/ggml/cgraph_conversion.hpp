@@ -263,10 +263,6 @@ bool has_memory(const ggml_tensor* t, MemoryRule rule) {
   return rule == MemoryRule::kGraph ? (t->data != nullptr || t->buffer != nullptr) : t->data != nullptr;
 }
 
-// What only planning (and GALLOC_DUMP) reads: name, shape, view offset and data. The
-// reservation check of GraphAllocator::alloc reads none of them (it asks the buffer type for
-// each tensor's size, which asks ggml about the ggml tensor), so alloc_graph fills them only
-// when it has to reserve again.
 // A graph of the same tensors as the last one (built again in the same context) has the same
 // names at the same ids: comparing costs less than assigning.
 [[gnu::always_inline]] inline void copy_name(const ggml_tensor* t, std::string& name) {
@@ -276,6 +272,10 @@ bool has_memory(const ggml_tensor* t, MemoryRule rule) {
   name.assign(t->name, length);
 }
 
+// What only planning (and GALLOC_DUMP) reads: name, shape, view offset and data. The
+// reservation check of GraphAllocator::alloc reads none of them (it asks the buffer type for
+// each tensor's size, which asks ggml about the ggml tensor), so alloc_graph fills them only
+// when it has to reserve again.
 void fill_details(Converted& out) {
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
