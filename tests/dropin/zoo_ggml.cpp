@@ -20,8 +20,9 @@
 //
 // Built a third time with GALLOC_PAIRED (galloc_zoo_ggml_upstream_paired: stock ggml-alloc.c and
 // the drop-in renamed by paired_dropin.cpp, in one program), `bench N --files FILE...` times
-// stock, the drop-in's `ggml` and its `best` on each graph by turns and prints `pair` lines with
-// galloc / stock ratios, then their geometric means.
+// stock, the drop-in's `ggml`, its `best` and `best` in a share group on each graph by turns and
+// prints `pair` lines with galloc / stock ratios (shared / best for the last), then their
+// geometric means.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -731,14 +732,18 @@ void paired_gallocr_free(ggml_gallocr_t galloc);
 bool paired_gallocr_reserve(ggml_gallocr_t galloc, ggml_cgraph* graph);
 bool paired_gallocr_alloc_graph(ggml_gallocr_t galloc, ggml_cgraph* graph);
 size_t paired_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id);
+bool paired_share_begin(const char* name);
+bool paired_share_end(void);
 }
 
 namespace {
 
-// One allocator of the comparison: stock ggml-alloc, or the drop-in with a strategy.
+// One allocator of the comparison: stock ggml-alloc, or the drop-in with a strategy, alone or
+// in a share group (its buffer a shared arena's, as GALLOC_SHARE makes it; the only member).
 struct Contender {
   const char* name;
   const char* strategy;  // GALLOC_STRATEGY when the drop-in's allocator is made; null: stock
+  bool shared;
   ggml_gallocr_t (*make)(ggml_backend_buffer_type_t);
   void (*release)(ggml_gallocr_t);
   bool (*reserve)(ggml_gallocr_t, ggml_cgraph*);
@@ -746,13 +751,15 @@ struct Contender {
   size_t (*buffer_size)(ggml_gallocr_t, int);
 };
 
-const std::array<Contender, 3> kContenders = {{
-    {"stock", nullptr, ggml_gallocr_new, ggml_gallocr_free, ggml_gallocr_reserve, ggml_gallocr_alloc_graph,
+const std::array<Contender, 4> kContenders = {{
+    {"stock", nullptr, false, ggml_gallocr_new, ggml_gallocr_free, ggml_gallocr_reserve, ggml_gallocr_alloc_graph,
      ggml_gallocr_get_buffer_size},
-    {"ggml", "ggml", paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve, paired_gallocr_alloc_graph,
+    {"ggml", "ggml", false, paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve, paired_gallocr_alloc_graph,
      paired_gallocr_get_buffer_size},
-    {"best", "best", paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve, paired_gallocr_alloc_graph,
+    {"best", "best", false, paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve, paired_gallocr_alloc_graph,
      paired_gallocr_get_buffer_size},
+    {"shared", "best", true, paired_gallocr_new, paired_gallocr_free, paired_gallocr_reserve,
+     paired_gallocr_alloc_graph, paired_gallocr_get_buffer_size},
 }};
 
 // Per graph family (the name's first word: llama, whisper), the log of each ratio to stock,
@@ -760,11 +767,12 @@ const std::array<Contender, 3> kContenders = {{
 struct PairedMeans {
   struct Sums {
     int n = 0;
-    std::array<double, 4> log_ratio{};  // reserve ggml, reserve best, alloc ggml, alloc best
-    std::array<double, 4> worst{};
+    // reserve ggml, reserve best, alloc ggml, alloc best (each / stock), alloc shared / best
+    std::array<double, 5> log_ratio{};
+    std::array<double, 5> worst{};
   };
   std::map<std::string, Sums> families;
-  void add(const std::string& family, const std::array<double, 4>& ratios) {
+  void add(const std::string& family, const std::array<double, 5>& ratios) {
     for (const std::string& key : {family, std::string("all")}) {
       Sums& sums = families[key];
       sums.n += 1;
@@ -776,8 +784,8 @@ struct PairedMeans {
   }
   void print() const {
     std::printf("\ngeometric means (worst) of galloc / stock, graphs where stock takes >= 10 us:\n");
-    std::printf("%-10s %4s %15s %15s %15s %15s\n", "family", "n", "ggml reserve", "best reserve", "ggml alloc",
-                "best alloc");
+    std::printf("%-10s %4s %15s %15s %15s %15s %15s\n", "family", "n", "ggml reserve", "best reserve", "ggml alloc",
+                "best alloc", "shared / best");
     for (const auto& [family, sums] : families) {
       std::printf("%-10s %4d", family.c_str(), sums.n);
       for (std::size_t k = 0; k < sums.log_ratio.size(); ++k) {
@@ -791,8 +799,8 @@ struct PairedMeans {
 // Reserves `graph` with every contender by turns (the first of each turn rotates), REPETITIONS
 // turns, then allocates it the same way, each alloc from the state the tensors of `fresh` had
 // before. A ratio is the median over the turns of galloc's time / stock's in the same turn, so
-// that a busy machine slows both sides of it. False when a reserve fails or `ggml` does not
-// give stock's buffer.
+// that a busy machine slows both sides of it. False when a reserve fails, `ggml` does not give
+// stock's buffer or the shared `best` does not report `best`'s need.
 bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<ggml_tensor*>& fresh,
                 ggml_backend_buffer_type& fake, int repetitions, std::size_t bound, PairedMeans& means) {
   struct State {
@@ -811,7 +819,9 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
   std::array<ggml_gallocr_t, n> gallocs{};
   for (std::size_t c = 0; c < n; ++c) {
     if (kContenders[c].strategy != nullptr) setenv("GALLOC_STRATEGY", kContenders[c].strategy, 1);
+    if (kContenders[c].shared) check(paired_share_begin("paired"), "share group");
     gallocs[c] = kContenders[c].make(&fake);
+    if (kContenders[c].shared) check(paired_share_end(), "share group");
   }
   std::array<std::vector<double>, n> reserve_us, alloc_us;
   auto timed = [](auto&& call) {
@@ -838,6 +848,10 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
     std::fprintf(stderr, "%s: ggml's buffer is %zu bytes, stock's %zu\n", name.c_str(), buffer[1], buffer[0]);
     ok = false;
   }
+  if (ok && buffer[3] != buffer[2]) {  // a member reports its own need
+    std::fprintf(stderr, "%s: shared best needs %zu bytes, best alone %zu\n", name.c_str(), buffer[3], buffer[2]);
+    ok = false;
+  }
   for (int r = 0; r < repetitions && ok; ++r) {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t c = (static_cast<std::size_t>(r) + k) % n;
@@ -851,18 +865,18 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
   for (std::size_t c = 0; c < n; ++c) kContenders[c].release(gallocs[c]);
   if (!ok) return false;
 
-  auto ratio = [&](const std::array<std::vector<double>, n>& us, std::size_t c) {
+  auto ratio = [&](const std::array<std::vector<double>, n>& us, std::size_t c, std::size_t base = 0) {
     std::vector<double> turns;
-    for (std::size_t r = 0; r < us[0].size(); ++r) turns.push_back(us[c][r] / us[0][r]);
+    for (std::size_t r = 0; r < us[base].size(); ++r) turns.push_back(us[c][r] / us[base][r]);
     return median(turns);
   };
-  const std::array<double, 4> ratios = {ratio(reserve_us, 1), ratio(reserve_us, 2), ratio(alloc_us, 1),
-                                        ratio(alloc_us, 2)};
+  const std::array<double, 5> ratios = {ratio(reserve_us, 1), ratio(reserve_us, 2), ratio(alloc_us, 1),
+                                        ratio(alloc_us, 2), ratio(alloc_us, 3, 2)};
   std::printf(
       "pair %s nodes=%d bound=%zu buffer stock=%zu ggml=%zu best=%zu | reserve us stock=%.1f ggml=%.2fx "
-      "best=%.2fx | alloc us stock=%.1f ggml=%.2fx best=%.2fx\n",
+      "best=%.2fx | alloc us stock=%.1f ggml=%.2fx best=%.2fx | shared/best alloc %.2fx\n",
       name.c_str(), ggml_graph_n_nodes(graph), bound, buffer[0], buffer[1], buffer[2], median(reserve_us[0]), ratios[0],
-      ratios[1], median(alloc_us[0]), ratios[2], ratios[3]);
+      ratios[1], median(alloc_us[0]), ratios[2], ratios[3], ratios[4]);
   std::fflush(stdout);
   if (median(reserve_us[0]) >= 10 && median(alloc_us[0]) >= 10) means.add(name.substr(0, name.find('-')), ratios);
   return true;
