@@ -649,17 +649,35 @@ std::size_t lower_bound_of(galloc::GraphFile file, std::size_t alignment) {
   return result.is_ok() ? result->plan.total_lower_bound() : 0;
 }
 
+// The address and buffer of each tensor of `fresh` as they are now (before any alloc), to
+// put back before each timed alloc, as a program builds a new graph per evaluation.
+class FreshTensors {
+ public:
+  explicit FreshTensors(const std::vector<ggml_tensor*>& fresh) : fresh_(fresh) {
+    for (const ggml_tensor* t : fresh) saved_.push_back({t->data, t->buffer});
+  }
+  void restore() const {
+    for (std::size_t k = 0; k < fresh_.size(); ++k) {
+      fresh_[k]->data = saved_[k].data;
+      fresh_[k]->buffer = saved_[k].buffer;
+    }
+  }
+
+ private:
+  struct Saved {
+    void* data;
+    ggml_backend_buffer_t buffer;
+  };
+  const std::vector<ggml_tensor*>& fresh_;
+  std::vector<Saved> saved_;
+};
+
 // Reserves `graph` REPETITIONS times, then allocates it as often, each time from the state the
 // tensors of `fresh` had before (as a program builds a new graph per evaluation); prints the
 // `bench` line of zoo_bench.cmake. False when the reserve fails.
 bool bench_graph(const std::string& name, ggml_cgraph* graph, const std::vector<ggml_tensor*>& fresh,
                  ggml_backend_buffer_type& fake, int repetitions, std::size_t bound) {
-  struct State {
-    void* data;
-    ggml_backend_buffer_t buffer;
-  };
-  std::vector<State> before;
-  for (ggml_tensor* t : fresh) before.push_back({t->data, t->buffer});
+  const FreshTensors before(fresh);
   ggml_gallocr_t galloc = ggml_gallocr_new(&fake);
   std::vector<double> reserve_us, alloc_us;
   bool reserved = true;
@@ -674,10 +692,7 @@ bool bench_graph(const std::string& name, ggml_cgraph* graph, const std::vector<
     return false;
   }
   for (int r = 0; r < repetitions; ++r) {
-    for (std::size_t k = 0; k < fresh.size(); ++k) {
-      fresh[k]->data = before[k].data;
-      fresh[k]->buffer = before[k].buffer;
-    }
+    before.restore();
     const auto t0 = std::chrono::steady_clock::now();
     check(ggml_gallocr_alloc_graph(galloc, graph), name + ": alloc_graph");
     alloc_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
@@ -803,18 +818,7 @@ struct PairedMeans {
 // stock's buffer or the shared `best` does not report `best`'s need.
 bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<ggml_tensor*>& fresh,
                 ggml_backend_buffer_type& fake, int repetitions, std::size_t bound, PairedMeans& means) {
-  struct State {
-    void* data;
-    ggml_backend_buffer_t buffer;
-  };
-  std::vector<State> before;
-  for (ggml_tensor* t : fresh) before.push_back({t->data, t->buffer});
-  auto restore = [&] {
-    for (std::size_t k = 0; k < fresh.size(); ++k) {
-      fresh[k]->data = before[k].data;
-      fresh[k]->buffer = before[k].buffer;
-    }
-  };
+  const FreshTensors before(fresh);
   constexpr std::size_t n = kContenders.size();
   std::array<ggml_gallocr_t, n> gallocs{};
   for (std::size_t c = 0; c < n; ++c) {
@@ -855,13 +859,13 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
   for (int r = 0; r < repetitions && ok; ++r) {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t c = (static_cast<std::size_t>(r) + k) % n;
-      restore();
+      before.restore();
       const double us = timed([&] { return kContenders[c].alloc(gallocs[c], graph); });
       check(us >= 0, name + ": " + kContenders[c].name + ": alloc_graph");
       alloc_us[c].push_back(us);
     }
   }
-  restore();
+  before.restore();
   for (std::size_t c = 0; c < n; ++c) kContenders[c].release(gallocs[c]);
   if (!ok) return false;
 
