@@ -23,6 +23,15 @@ T* entry_of(std::vector<std::pair<SharedArena::MemberId, T>>& list, SharedArena:
   return &list.back().second;
 }
 
+// The same, or null when it has none.
+template <typename T>
+const T* find_entry(const std::vector<std::pair<SharedArena::MemberId, T>>& list, SharedArena::MemberId member) {
+  for (const auto& [id, value] : list) {
+    if (id == member) return &value;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 SharedArena::SharedArena(const BufferType& type, std::string name) : type_(type), name_(std::move(name)) {}
@@ -76,6 +85,7 @@ void SharedArena::remove_member(MemberId member) {
   erase_where(members_, [member](const auto& m) { return m.first == member; });
   erase_where(last_placed_, [member](const auto& m) { return m.first == member; });
   erase_where(pending_moves_, [member](const auto& m) { return m.first == member; });
+  erase_where(repeatable_places_, [member](const auto& m) { return m.first == member; });
 }
 
 std::string SharedArena::describe(MemberId member) const {
@@ -86,11 +96,13 @@ std::string SharedArena::describe(MemberId member) const {
 }
 
 void SharedArena::forget_chunk(const Buffer* chunk) {
+  ++chunks_epoch_;
   // Nobody holds its memory any more; last_placed_ keeps its regions, so that holds() says so.
   erase_where(owned_, [chunk](const Owned& o) { return o.chunk == chunk; });
 }
 
 Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
+  ++chunks_epoch_;
   Bytes old_size = 0;
   std::unique_ptr<Buffer> kept;
   if (chunk < chunks_.size()) {
@@ -311,6 +323,15 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
                           Placement& placement) {
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
+  if (repeat_last_place(member, needs, reads, placement)) return Status::ok();
+  // Only a place that finds no moves pending, no retired chunk and no poisoning to do, and
+  // changes no chunk, can be repeated; it is noted as it goes.
+  RepeatablePlace& last = *entry_of(repeatable_places_, member);
+  last.valid = false;
+  const std::uint64_t chunks_epoch = chunks_epoch_;
+  const std::vector<Move>* pending = find_entry(pending_moves_, member);
+  const bool repeatable = !checked_ && retired_.empty() && (pending == nullptr || pending->empty());
+  if (repeatable) last.owned_before = owned_;
   // What the member reads from the arena must still be its writer's; it is kept.
   std::vector<Owned>& kept = kept_;
   GALLOC_RETURN_IF_ERROR(kept_reads(member, reads, kept));
@@ -406,7 +427,42 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
   entry_of(last_placed_, member)->swap(regions);
   placement.generation = generation_.load(std::memory_order_relaxed);
   placement.reusable = placement.moves.empty() && retired_.empty();
+  if (repeatable && placement.reusable && chunks_epoch_ == chunks_epoch) {
+    last.needs = needs;
+    last.reads = reads;
+    last.owned_after = owned_;
+    last.chunks = placement.chunks;
+    last.chunks_epoch = chunks_epoch_;
+    last.valid = true;
+  }
   return Status::ok();
+}
+
+bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& needs,
+                                    const std::vector<AddressRange>& reads, Placement& placement) {
+  // A place is a function of what it is given and of the arena's chunks, who holds what in
+  // them, the member's pending moves, the retired chunks and the mode; the last two are
+  // required empty and off, and the rest compared here.
+  if (checked_ || !retired_.empty()) return false;
+  const RepeatablePlace* last = find_entry(repeatable_places_, member);
+  if (last == nullptr || !last->valid || last->chunks_epoch != chunks_epoch_) return false;
+  const std::vector<Move>* pending = find_entry(pending_moves_, member);
+  if (pending != nullptr && !pending->empty()) return false;
+  auto same_range = [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; };
+  auto same_owned = [](const Owned& a, const Owned& b) {
+    return a.chunk == b.chunk && a.begin == b.begin && a.end == b.end && a.owner == b.owner;
+  };
+  if (last->needs != needs ||
+      !std::equal(reads.begin(), reads.end(), last->reads.begin(), last->reads.end(), same_range) ||
+      !std::equal(owned_.begin(), owned_.end(), last->owned_before.begin(), last->owned_before.end(), same_owned)) {
+    return false;
+  }
+  owned_ = last->owned_after;
+  placement.chunks = last->chunks;
+  placement.moves.clear();
+  placement.generation = generation_.load(std::memory_order_relaxed);
+  placement.reusable = true;
+  return true;
 }
 
 std::optional<SharedArena::Owned> SharedArena::locate(AddressRange range) const {

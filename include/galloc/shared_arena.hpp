@@ -133,7 +133,9 @@ class SharedArena {
   };
   Result<Placement> place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads);
   // The same into `placement`, whose vectors keep their capacity: GraphAllocator places its
-  // member on every alloc that follows another member's.
+  // member on every alloc that follows another member's. Given what the member's last place
+  // was given, in the arena as that place found it (whisper's encoder after its conv graph,
+  // every time), it repeats that place's outcome without working it out again.
   Status place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
                Placement& placement);
   // True if `member`'s memory from its last place is still all its own.
@@ -176,6 +178,20 @@ class SharedArena {
   // The one owned piece that holds `piece` whole; null when none does.
   [[nodiscard]] const Owned* owner_of(const Owned& piece) const;
   [[nodiscard]] std::string describe(MemberId member) const;
+  // What a member's last place was given and found, for repeating it (place, below).
+  struct RepeatablePlace {
+    std::vector<Bytes> needs;
+    std::vector<AddressRange> reads;
+    std::vector<Owned> owned_before;  // owned_ as the place found it
+    std::vector<Owned> owned_after;   // and as it left it
+    std::vector<Placed> chunks;
+    std::uint64_t chunks_epoch = 0;  // chunks_epoch_ then
+    bool valid = false;
+  };
+  // True, with `placement` filled, when `member`'s last place was given the same and found the
+  // arena as it is now: the place would come out the same.
+  bool repeat_last_place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
+                         Placement& placement);
 
   const BufferType& type_;
   std::string name_;
@@ -184,8 +200,10 @@ class SharedArena {
   std::vector<std::unique_ptr<Buffer>> retired_;  // old chunks still holding tensors being read
   std::vector<Owned> owned_;                      // who holds which memory, disjoint ranges
   std::vector<std::pair<MemberId, std::string>> members_;
-  std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;   // per member
-  std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;  // a reserve's, for the next place
+  std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;     // per member
+  std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;    // a reserve's, for the next place
+  std::vector<std::pair<MemberId, RepeatablePlace>> repeatable_places_;  // per member, when it can repeat
+  std::uint64_t chunks_epoch_ = 0;                                       // bumped whenever chunks_ changes
   // Working lists of place and take_over (so also under mutex_), kept for their capacity.
   std::vector<Owned> kept_;
   std::vector<Owned> in_chunk_;

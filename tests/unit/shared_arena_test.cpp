@@ -498,6 +498,49 @@ TEST(SharedArena, WhatCannotMoveKeepsTheOldChunkUntilNothingReadsIt) {
   EXPECT_EQ(type.live_bytes(), grown);
 }
 
+// A place given what the member's last place was given, in the arena as that place found it
+// (whisper's encoder after its conv graph, every time), comes out the same; any change in
+// between (another member's memory, a chunk that grew) is worked out again, stale reads
+// included.
+TEST(SharedArena, APlaceIsRepeatedOnlyInTheArenaItFoundBefore) {
+  CpuBufferType cpu(64);
+  Crowded c(cpu);
+  ASSERT_TRUE(c.arena.reserve(c.writer, {1024}).is_ok());
+  std::byte* base = nullptr;
+  for (int round = 0; round < 3; ++round) {
+    auto written = c.arena.place(c.writer, {1024}, {});
+    ASSERT_TRUE(written.is_ok());
+    base = written->chunks.at(0).base;
+    auto read = c.arena.place(c.reader, {512}, {{base + 256, base + 320}});
+    ASSERT_TRUE(read.is_ok()) << read.status().message();
+    EXPECT_EQ(read->chunks.at(0).base, base + 320) << "round " << round;  // the lowest offset clear of the read
+    EXPECT_TRUE(read->moves.empty());
+    EXPECT_TRUE(c.arena.holds(c.reader));
+    EXPECT_FALSE(c.arena.holds(c.writer));
+  }
+  // An intruder takes over part of what the reader reads, between the writer and the reader.
+  const SharedArena::MemberId intruder = c.arena.add_member("intruder");
+  ASSERT_TRUE(c.arena.place(c.writer, {1024}, {}).is_ok());
+  ASSERT_TRUE(c.arena.place(intruder, {300}, {}).is_ok());
+  const Status stale = c.arena.place(c.reader, {512}, {{base + 256, base + 320}}).status();
+  EXPECT_FALSE(stale.is_ok());
+  EXPECT_NE(stale.message().find("no single member holds"), std::string::npos) << stale.message();
+  // The same sequence as before places as before.
+  ASSERT_TRUE(c.arena.place(c.writer, {1024}, {}).is_ok());
+  auto again = c.arena.place(c.reader, {512}, {{base + 256, base + 320}});
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(again->chunks.at(0).base, base + 320);
+  // A larger chunk: the reader goes where the new chunk has room.
+  ASSERT_TRUE(c.arena.reserve(c.writer, {4096}).is_ok());
+  auto grown = c.arena.place(c.writer, {4096}, {});
+  ASSERT_TRUE(grown.is_ok());
+  std::byte* grown_base = grown->chunks.at(0).base;
+  auto moved_on = c.arena.place(c.reader, {512}, {{grown_base + 256, grown_base + 320}});
+  ASSERT_TRUE(moved_on.is_ok()) << moved_on.status().message();
+  EXPECT_EQ(moved_on->chunks.at(0).base, grown_base + 320);
+  EXPECT_TRUE(c.arena.holds(c.reader));
+}
+
 // Chunks: with a max size the member's chunks map to the arena's chunks one by one.
 TEST(SharedArena, ChunkedMembersShareChunkByChunk) {
   CpuBufferType cpu(64, 8192);
