@@ -291,13 +291,12 @@ void fill_details(Converted& out) {
   out.data_anywhere = true;
 }
 
-// Whether the memory of `t` (a view's: its root's) lies in one of the buffers [begin, end).
-// `outside` remembers the last buffer found not to be one: weights come in runs of one buffer.
-// Inlined: it runs for every tensor of every alloc_graph in an arena, and most answer at the
-// first test (a node not allocated yet, a weight).
-[[gnu::always_inline]] inline bool in_buffers(const ggml_tensor* t, const ggml_backend_buffer_t* begin,
+// Whether `buffer`, where a tensor's memory lies (a view's: its root's), is one of the buffers
+// [begin, end). `outside` remembers the last buffer found not to be one: weights come in runs
+// of one buffer. Inlined: it runs for every tensor of every alloc_graph in an arena, and most
+// answer at the first test (a node not allocated yet, a weight).
+[[gnu::always_inline]] inline bool in_buffers(ggml_backend_buffer_t buffer, const ggml_backend_buffer_t* begin,
                                               const ggml_backend_buffer_t* end, ggml_backend_buffer_t& outside) {
-  const ggml_backend_buffer_t buffer = (t->view_src != nullptr ? t->view_src : t)->buffer;
   if (buffer == nullptr || buffer == outside) return false;
   if (std::find(begin, end, buffer) != end) return true;
   outside = buffer;
@@ -393,23 +392,29 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])])
       return false;
   }
-  // locals, which the stores into the tensors below cannot alias
+  // Locals, which the stores into the tensors below cannot alias: otherwise every store (and
+  // push_back's call) makes the compiler load the vectors' bounds again.
   const OpTable& ops = op_table();
   const TypeTable& types = type_table();
   const ggml_backend_buffer_t* const arena_begin = arena_buffers.data();
   const ggml_backend_buffer_t* const arena_end = arena_begin + arena_buffers.size();
   ggml_backend_buffer_t outside = nullptr;  // the last buffer met that is not the arena's
+  ggml_tensor* const* const ggml = out.ggml.data();
+  const Converted::Edges* const all_edges = out.edges.data();
+  galloc::Tensor* const tensors = out.graph.tensors.data();
+  const std::size_t n = out.ggml.size(), listed = out.listed;
   out.in_arena.clear();
-  for (std::size_t i = 0; i < out.ggml.size(); ++i) {
-    const ggml_tensor* t = out.ggml[i];
-    const Converted::Edges& edges = out.edges[i];
-    if (i < out.listed) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const ggml_tensor* t = ggml[i];
+    const Converted::Edges& edges = all_edges[i];
+    if (i < listed) {
       for (int s = 0; s < GGML_MAX_SRC; ++s) {
         if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
       }
     }
-    if (t->view_src != edges[GGML_MAX_SRC]) return false;
-    galloc::Tensor& g = out.graph.tensors[i];
+    const ggml_tensor* const view_src = t->view_src;
+    if (view_src != edges[GGML_MAX_SRC]) return false;
+    galloc::Tensor& g = tensors[i];
     if (!set_type(t, g, types)) {
       status = type_error(t);
       return true;
@@ -419,7 +424,8 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     g.has_memory = has_memory(t, MemoryRule::kGraph);
     // while the tensor is at hand, rather than in a second pass over the graph
     if constexpr (kSharing) {
-      if (in_buffers(t, arena_begin, arena_end, outside)) out.in_arena.push_back(static_cast<TensorId>(i));
+      const ggml_backend_buffer_t memory = (view_src != nullptr ? view_src : t)->buffer;
+      if (in_buffers(memory, arena_begin, arena_end, outside)) out.in_arena.push_back(static_cast<TensorId>(i));
     }
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
@@ -514,7 +520,8 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     ggml_backend_buffer_t outside = nullptr;
     const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
     for (std::size_t i = 0; i < out.ggml.size(); ++i) {
-      if (in_buffers(out.ggml[i], arena_buffers.data(), arena_end, outside))
+      const ggml_tensor* t = out.ggml[i];
+      if (in_buffers((t->view_src != nullptr ? t->view_src : t)->buffer, arena_buffers.data(), arena_end, outside))
         out.in_arena.push_back(static_cast<TensorId>(i));
     }
     fill_memory_details(out);
