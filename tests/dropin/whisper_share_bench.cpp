@@ -1,15 +1,16 @@
 // How long ggml_gallocr_alloc_graph takes in real whisper.cpp with and without a shared
-// compute buffer (galloc-ggml.h), alternating in one process so that a busy machine slows
-// both alike. Each round loads a whisper context twice, once on its own buffers and once with
-// its four graphs in one share group (which one first alternates), and in each encodes a synthetic signal and decodes a
-// prompt and then tokens one at a time. The time of every ggml_gallocr_alloc_graph call comes
-// from -Wl,--wrap=ggml_gallocr_alloc_graph; the report gives, per step (encode, the prompt,
-// each token), the median over the rounds of the mean call time, and the shared/own ratio.
-// The logits of both must be the same.
+// compute buffer (galloc-ggml.h), by turns in one process so that a busy machine slows both
+// alike. Each round loads two whisper contexts, one on its own buffers and one with its four
+// graphs in one share group, and then, REPEATS times, each context in turn (which one first
+// alternates) encodes a synthetic signal and decodes a prompt and then tokens one at a time.
+// The time of every ggml_gallocr_alloc_graph call comes from -Wl,--wrap=ggml_gallocr_alloc_graph.
+// The report gives, per step (encode, the prompt, each token), the median of the mean call time
+// over all turns, and the median over the turns of shared / own in the same turn. The logits
+// of both must be the same.
 //
 // With --dry the graphs are built and allocated but not computed (-Wl,--wrap=
-// ggml_backend_sched_graph_compute), and each context encodes and decodes REPEATS times: only
-// the allocator's time is left, so many rounds take seconds (no logits are compared then).
+// ggml_backend_sched_graph_compute), so that only the allocator's time is left and many turns
+// take seconds (no logits are compared then).
 //
 // With --only own or --only shared, only contexts of that kind run (no ratio then): for
 // counting instructions with callgrind, where the two kinds would mix in one count.
@@ -53,40 +54,39 @@ Timing& timing() {
   return t;
 }
 
-// One context from load to free; returns the mean alloc_graph time per step, and the logits'
-// hash of every decode step in `hashes`.
-std::map<std::string, double> run(const std::string& path, const WhisperDims& dims, bool share, int tokens, int repeats,
-                                  const std::vector<float>& pcm, std::vector<std::string>& hashes) {
-  timing().per_step.clear();
+whisper_context* load(const std::string& path, bool share, const std::vector<float>& pcm) {
   whisper_context_params cp = whisper_context_default_params();
   cp.use_gpu = false;
   if (share && !galloc_ggml_share_begin("bench")) fail("galloc_ggml_share_begin");
   whisper_context* ctx = whisper_init_from_file_with_params(path.c_str(), cp);
   if (share && !galloc_ggml_share_end()) fail("galloc_ggml_share_end");
   if (ctx == nullptr) fail("cannot load " + path);
-  timing().per_step.clear();  // what loading reserved is not alloc_graph's time here
   if (whisper_pcm_to_mel(ctx, pcm.data(), static_cast<int>(pcm.size()), 1) != 0) fail("whisper_pcm_to_mel");
-  hashes.clear();
-  for (int repeat = 0; repeat < repeats; ++repeat) {
-    timing().step = "encode";
-    if (whisper_encode(ctx, 0, 1) != 0) fail("whisper_encode");
-    std::vector<whisper_token> prompt = {1, 17, 33, 5};
-    timing().step = "decode_prompt";
-    if (whisper_decode(ctx, prompt.data(), static_cast<int>(prompt.size()), 0, 1) != 0) fail("whisper_decode");
-    int n_past = static_cast<int>(prompt.size());
-    const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(prompt.size() - 1) * dims.vocab;
-    whisper_token next = timing().dry ? 0 : argmax(logits, dims.vocab);
-    if (!timing().dry) hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
-    timing().step = "decode_token";
-    for (int i = 0; i < tokens; ++i) {
-      if (whisper_decode(ctx, &next, 1, n_past++, 1) != 0) fail("whisper_decode");
-      if (timing().dry) continue;
-      logits = whisper_get_logits(ctx);
-      hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
-      next = argmax(logits, dims.vocab);
-    }
+  return ctx;
+}
+
+// One turn of a context: encode, the prompt, then `tokens` tokens. Returns the mean
+// alloc_graph time per step, and appends the logits' hash of every decode step to `hashes`.
+std::map<std::string, double> turn(whisper_context* ctx, const WhisperDims& dims, int tokens,
+                                   std::vector<std::string>& hashes) {
+  timing().per_step.clear();
+  timing().step = "encode";
+  if (whisper_encode(ctx, 0, 1) != 0) fail("whisper_encode");
+  std::vector<whisper_token> prompt = {1, 17, 33, 5};
+  timing().step = "decode_prompt";
+  if (whisper_decode(ctx, prompt.data(), static_cast<int>(prompt.size()), 0, 1) != 0) fail("whisper_decode");
+  int n_past = static_cast<int>(prompt.size());
+  const float* logits = whisper_get_logits(ctx) + static_cast<size_t>(prompt.size() - 1) * dims.vocab;
+  whisper_token next = timing().dry ? 0 : argmax(logits, dims.vocab);
+  if (!timing().dry) hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
+  timing().step = "decode_token";
+  for (int i = 0; i < tokens; ++i) {
+    if (whisper_decode(ctx, &next, 1, n_past++, 1) != 0) fail("whisper_decode");
+    if (timing().dry) continue;
+    logits = whisper_get_logits(ctx);
+    hashes.push_back(hex(fnv1a(logits, static_cast<size_t>(dims.vocab) * sizeof(float))));
+    next = argmax(logits, dims.vocab);
   }
-  whisper_free(ctx);
   std::map<std::string, double> mean;
   for (const auto& [step, total] : timing().per_step) mean[step] = total.first / total.second;
   return mean;
@@ -155,30 +155,38 @@ int main(int argc, char** argv) {
   write_whisper_model(path, dims);
   const std::vector<float> pcm = synthetic_pcm(4 * WHISPER_SAMPLE_RATE);
 
-  std::map<std::string, std::vector<double>> own, shared;
-  std::vector<std::string> own_hashes, shared_hashes;
+  std::map<std::string, std::vector<double>> own, shared, ratio;
   for (int round = 0; round < rounds; ++round) {
-    // which goes first alternates, so that neither always runs on a warmer or colder machine
-    for (const bool share : {round % 2 == 1, round % 2 == 0}) {
-      if (!only.empty() && (only == "shared") != share) continue;
-      for (const auto& [step, us] : run(path, dims, share, tokens, repeats, pcm, share ? shared_hashes : own_hashes)) {
-        (share ? shared : own)[step].push_back(us);
+    std::vector<std::string> own_hashes, shared_hashes;
+    whisper_context* own_ctx = only == "shared" ? nullptr : load(path, false, pcm);
+    whisper_context* shared_ctx = only == "own" ? nullptr : load(path, true, pcm);
+    for (int repeat = 0; repeat < repeats; ++repeat) {
+      // which goes first alternates, so that neither always runs on a warmer or colder machine
+      std::map<std::string, double> mine, ours;
+      for (const bool share : {repeat % 2 == 1, repeat % 2 == 0}) {
+        whisper_context* ctx = share ? shared_ctx : own_ctx;
+        if (ctx != nullptr) (share ? ours : mine) = turn(ctx, dims, tokens, share ? shared_hashes : own_hashes);
+      }
+      for (const auto& [step, us] : mine) own[step].push_back(us);
+      for (const auto& [step, us] : ours) {
+        shared[step].push_back(us);
+        if (mine.count(step) != 0) ratio[step].push_back(us / mine[step]);
       }
     }
+    if (own_ctx != nullptr) whisper_free(own_ctx);
+    if (shared_ctx != nullptr) whisper_free(shared_ctx);
     if (only.empty() && own_hashes != shared_hashes) fail("the shared run decoded other logits than the unshared one");
   }
-  std::printf("whisper %s%s, ggml_gallocr_alloc_graph per call, median of %d rounds (us):\n", size.c_str(),
-              timing().dry ? " (not computed)" : "", rounds);
+  std::printf("whisper %s%s, ggml_gallocr_alloc_graph per call, median of %d rounds x %d turns (us):\n", size.c_str(),
+              timing().dry ? " (not computed)" : "", rounds, repeats);
   std::printf("%-14s %10s %10s %8s\n", "step", "own", "shared", "ratio");
   for (const auto& [step, times] : only == "shared" ? shared : own) {
-    if (!only.empty()) {  // one column: the other kind did not run
-      const double t = median(times);
-      std::printf("%-14s %10s %10s %8s\n", step.c_str(), only == "own" ? fixed1(t).c_str() : "-",
-                  only == "shared" ? fixed1(t).c_str() : "-", "-");
-      continue;
-    }
-    const double a = median(times), b = median(shared[step]);
-    std::printf("%-14s %10.1f %10.1f %8.3f\n", step.c_str(), a, b, b / a);
+    auto column = [&](const std::map<std::string, std::vector<double>>& kind) {
+      return kind.count(step) == 0 ? std::string("-") : fixed1(median(kind.at(step)));
+    };
+    char ratio_text[32] = "-";
+    if (ratio.count(step) != 0) std::snprintf(ratio_text, sizeof ratio_text, "%.3f", median(ratio[step]));
+    std::printf("%-14s %10s %10s %8s\n", step.c_str(), column(own).c_str(), column(shared).c_str(), ratio_text);
   }
   std::printf("done\n");
   return 0;
