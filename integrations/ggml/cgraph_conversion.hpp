@@ -365,8 +365,13 @@ enum class Details { kFill, kSkip };
 // Each tensor's structure (type, op, sources, view source, flags, memory) is written as its
 // sources are found, one hash lookup per edge; kSkip leaves the details to fill_details
 // except, for the tensors in `arena_buffers` (a shared arena's), fill_memory_details'.
+// kUnchanged: the arenas are as they were when the last conversion (of the same allocator)
+// found none of the graph's tensors in them, so a graph of the same topology has none there
+// either and is not searched; a graph of another topology always is.
+enum class Arenas { kSearch, kUnchanged };
 galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details = Details::kFill,
-                             const std::vector<ggml_backend_buffer_t>& arena_buffers = {});
+                             const std::vector<ggml_backend_buffer_t>& arena_buffers = {},
+                             Arenas arenas = Arenas::kSearch);
 
 // A graph with the last conversion's topology (the same leaf and node lists, the same
 // source and view source pointers in every tensor) gets the same ids, so only the fields
@@ -464,12 +469,13 @@ void mark_memory_elsewhere(Converted& out) {
 
 // (declared above, with what it converts)
 galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details details,
-                             const std::vector<ggml_backend_buffer_t>& arena_buffers) {
+                             const std::vector<ggml_backend_buffer_t>& arena_buffers, Arenas arenas) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
   out.in_arena.clear();
   galloc::Status status;
-  if (arena_buffers.empty() ? reconvert_same_topology<false>(cgraph, out, arena_buffers, status)
-                            : reconvert_same_topology<true>(cgraph, out, arena_buffers, status)) {
+  const bool search = !arena_buffers.empty() && arenas == Arenas::kSearch;
+  if (search ? reconvert_same_topology<true>(cgraph, out, arena_buffers, status)
+             : reconvert_same_topology<false>(cgraph, out, arena_buffers, status)) {
     if (status && details == Details::kFill) fill_details(out);
     return status;
   }

@@ -279,6 +279,11 @@ struct ggml_gallocr {
   std::vector<std::shared_ptr<DropinArena>> arenas;    // the shared arenas it joined (before allocator)
   std::vector<ggml_backend_buffer_t> arena_buffers;    // their buffers at the last alloc_graph
   std::vector<std::uint64_t> arena_generations;        // per arena, when arena_buffers was made
+  // Per arena, its generation after the last alloc_graph, if that graph had no tensor in the
+  // arenas (empty otherwise). Only another member's alloc puts tensors there, and it changes
+  // the generation: while the generations stay, a graph of the same topology has none there
+  // either (a decoder, token after token), and the conversion need not search.
+  std::vector<std::uint64_t> quiet_generations;
   std::unique_ptr<galloc::GraphAllocator> allocator;
   std::string dump_dir;
   int dumps = 0;
@@ -343,6 +348,16 @@ void refresh_arena_buffers(ggml_gallocr* galloc) {
       galloc->arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
     }
   }
+}
+
+// Whether each of the allocator's arenas is at the generation `generations` gives (none given:
+// false).
+bool arenas_unchanged(const ggml_gallocr* galloc, const std::vector<std::uint64_t>& generations) {
+  if (generations.empty() || generations.size() != galloc->arenas.size()) return false;
+  for (std::size_t i = 0; i < generations.size(); ++i) {
+    if (galloc->arenas[i]->arena.generation() != generations[i]) return false;
+  }
+  return true;
 }
 
 // Once each time a shared arena grows: its size, so that an app's log shows what sharing holds.
@@ -522,7 +537,9 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       return false;
     }
     refresh_arena_buffers(galloc);
-    if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip, galloc->arena_buffers); !s) {
+    const Arenas arenas = arenas_unchanged(galloc, galloc->quiet_generations) ? Arenas::kUnchanged : Arenas::kSearch;
+    galloc->quiet_generations.clear();
+    if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip, galloc->arena_buffers, arenas); !s) {
       log_error(__func__, s);
       return false;
     }
@@ -541,6 +558,9 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       return false;
     }
     log_arena_growth(galloc, __func__);
+    if (!galloc->arenas.empty() && galloc->current.in_arena.empty()) {
+      for (const auto& shared : galloc->arenas) galloc->quiet_generations.push_back(shared->arena.generation());
+    }
     if (init_tensors.reserved()) dump_graph(galloc, {}, __func__);
     return true;
   } catch (...) {

@@ -4,6 +4,9 @@
 //     the conv output, computes exactly what it computes unshared;
 //   - a deliberate violation (one allocator's alloc between another's alloc and its compute)
 //     makes that compute's results NaN instead of silently wrong;
+//   - an allocator whose graphs read nothing from the shared buffer for a while, and so is not
+//     searched for what it reads (a decoder, token after token), still finds the other
+//     allocator's output that a graph of another topology reads;
 //   - each allocator reports its own need, and the share group calls reject misuse.
 // Links against libggml-galloc.a; prints "ok" and exits 0, or says what failed and exits 1.
 #include <cmath>
@@ -99,6 +102,7 @@ int main() {
   ggml_gallocr_t producer_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t consumer_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t large_alloc = ggml_gallocr_new(buft);
+  ggml_gallocr_t reader_alloc = ggml_gallocr_new(buft);
   check(galloc_ggml_share_end(), "share_end");
   ggml_gallocr_t alone = ggml_gallocr_new(buft);  // after the group: a buffer of its own
 
@@ -145,7 +149,55 @@ int main() {
   check(nan == kElements, "checked mode: computing out of turn gives NaN everywhere, got " + std::to_string(nan) +
                               " NaN of " + std::to_string(kElements));
 
+  // 3. an allocator that read nothing from the shared buffer in its last allocs, then a graph of
+  // another topology reading the producer's output: it is kept (exact results), or, where the
+  // reader's own small graph took its memory over, the alloc says so instead of computing on it.
+  check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer (3)");
+  set_values(producer.x, 1.0f);
+  check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer (3)");
+  {
+    ggml_context* ctx = new_context();
+    ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 16);
+    ggml_set_input(t);
+    ggml_tensor* small = ggml_sqr(ctx, t);
+    ggml_cgraph* gf = graph_of(ctx, small);
+    for (int token = 0; token < 3; ++token) check(ggml_gallocr_alloc_graph(reader_alloc, gf), "alloc the small graph");
+    const char* out_begin = static_cast<const char*>(producer.out->data);
+    const char* out_end = out_begin + ggml_nbytes(producer.out);
+    bool overlaps = false;
+    for (ggml_tensor* own : {t, small}) {
+      const char* begin = static_cast<const char*>(own->data);
+      overlaps = overlaps || (begin < out_end && out_begin < begin + ggml_nbytes(own));
+    }
+    ggml_free(ctx);
+
+    ctx = new_context();
+    ggml_tensor* seen = ggml_view_tensor(ctx, producer.out);
+    ggml_tensor* w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3 * kElements);
+    ggml_set_input(w);
+    ggml_tensor* r = ggml_add(ctx, seen, ggml_view_1d(ctx, ggml_sqr(ctx, w), kElements, 0));
+    gf = graph_of(ctx, r);
+    const bool allocated = ggml_gallocr_alloc_graph(reader_alloc, gf);
+    if (overlaps) {
+      check(!allocated, "a read of the producer's output after the reader's own graph took it over must fail");
+    } else {
+      check(allocated, "alloc the reader's graph of another topology");
+      set_values(w, 0.0f);
+      check(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS, "compute the reader");
+      const std::vector<float> got = values(r);
+      bool exact = true;
+      for (int i = 0; i < kElements; ++i) {
+        const float x = 1.0f + static_cast<float>(i);
+        exact = exact && got[static_cast<std::size_t>(i)] == 3.0f * x + static_cast<float>(i) * static_cast<float>(i);
+      }
+      check(exact, "the reader computes 3x + i*i from the producer's output after reading nothing for a while");
+    }
+    std::printf("3: the reader's small graph %s the producer's output\n", overlaps ? "took over" : "kept clear of");
+    ggml_free(ctx);
+  }
+
   ggml_gallocr_free(producer_alloc);
+  ggml_gallocr_free(reader_alloc);
   ggml_gallocr_free(consumer_alloc);
   ggml_gallocr_free(large_alloc);
   ggml_gallocr_free(alone);
