@@ -86,6 +86,36 @@ std::vector<float> values(const ggml_tensor* t) {
   return v;
 }
 
+// Reads the producer's output through a view (as whisper's encoder reads the conv output) and
+// needs room of its own, so that the shared buffer must make it: r = out + sqr(w)[0..n).
+struct Reader {
+  ggml_context* ctx = new_context();
+  ggml_tensor* w = nullptr;
+  ggml_tensor* r = nullptr;
+  ggml_cgraph* gf = nullptr;
+  explicit Reader(ggml_tensor* producer_out) {
+    ggml_tensor* seen = ggml_view_tensor(ctx, producer_out);
+    w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3 * kElements);
+    ggml_set_input(w);
+    r = ggml_add(ctx, seen, ggml_view_1d(ctx, ggml_sqr(ctx, w), kElements, 0));
+    gf = graph_of(ctx, r);
+  }
+  ~Reader() { ggml_free(ctx); }
+  // Computes the allocated graph with w = 0, 1, ...; whether r is 3x + i*i for the producer's
+  // x = 1, 2, ..., as unshared.
+  bool computes_exactly(ggml_backend_t cpu) {
+    set_values(w, 0.0f);
+    if (ggml_backend_graph_compute(cpu, gf) != GGML_STATUS_SUCCESS) return false;
+    const std::vector<float> got = values(r);
+    bool exact = true;
+    for (int i = 0; i < kElements; ++i) {
+      const float x = 1.0f + static_cast<float>(i);
+      exact = exact && got[static_cast<std::size_t>(i)] == 3.0f * x + static_cast<float>(i) * static_cast<float>(i);
+    }
+    return exact;
+  }
+};
+
 }  // namespace
 
 int main() {
@@ -119,24 +149,9 @@ int main() {
   set_values(producer.x, 1.0f);
   check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer");
   {
-    ggml_context* ctx = new_context();
-    ggml_tensor* seen = ggml_view_tensor(ctx, producer.out);  // memory of the producer's buffer
-    ggml_tensor* w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3 * kElements);
-    ggml_set_input(w);
-    ggml_tensor* wide = ggml_sqr(ctx, w);  // needs room: the shared buffer must make it
-    ggml_tensor* r = ggml_add(ctx, seen, ggml_view_1d(ctx, wide, kElements, 0));
-    ggml_cgraph* gf = graph_of(ctx, r);
-    check(ggml_gallocr_alloc_graph(consumer_alloc, gf), "alloc the consumer");
-    set_values(w, 0.0f);
-    check(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS, "compute the consumer");
-    const std::vector<float> got = values(r);
-    bool exact = true;
-    for (int i = 0; i < kElements; ++i) {
-      const float x = 1.0f + static_cast<float>(i);
-      exact = exact && got[static_cast<std::size_t>(i)] == 3.0f * x + static_cast<float>(i) * static_cast<float>(i);
-    }
-    check(exact, "the consumer computes 3x + i*i from the producer's output, as unshared");
-    ggml_free(ctx);
+    Reader consumer(producer.out);
+    check(ggml_gallocr_alloc_graph(consumer_alloc, consumer.gf), "alloc the consumer");
+    check(consumer.computes_exactly(cpu), "the consumer computes 3x + i*i from the producer's output, as unshared");
   }
 
   // 2. a violation: the large graph's alloc between the producer's alloc and its compute.
@@ -171,29 +186,16 @@ int main() {
     }
     ggml_free(ctx);
 
-    ctx = new_context();
-    ggml_tensor* seen = ggml_view_tensor(ctx, producer.out);
-    ggml_tensor* w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3 * kElements);
-    ggml_set_input(w);
-    ggml_tensor* r = ggml_add(ctx, seen, ggml_view_1d(ctx, ggml_sqr(ctx, w), kElements, 0));
-    gf = graph_of(ctx, r);
-    const bool allocated = ggml_gallocr_alloc_graph(reader_alloc, gf);
+    Reader reader(producer.out);
+    const bool allocated = ggml_gallocr_alloc_graph(reader_alloc, reader.gf);
     if (overlaps) {
       check(!allocated, "a read of the producer's output after the reader's own graph took it over must fail");
     } else {
       check(allocated, "alloc the reader's graph of another topology");
-      set_values(w, 0.0f);
-      check(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS, "compute the reader");
-      const std::vector<float> got = values(r);
-      bool exact = true;
-      for (int i = 0; i < kElements; ++i) {
-        const float x = 1.0f + static_cast<float>(i);
-        exact = exact && got[static_cast<std::size_t>(i)] == 3.0f * x + static_cast<float>(i) * static_cast<float>(i);
-      }
-      check(exact, "the reader computes 3x + i*i from the producer's output after reading nothing for a while");
+      check(reader.computes_exactly(cpu),
+            "the reader computes 3x + i*i from the producer's output after reading nothing for a while");
     }
     std::printf("3: the reader's small graph %s the producer's output\n", overlaps ? "took over" : "kept clear of");
-    ggml_free(ctx);
   }
 
   ggml_gallocr_free(producer_alloc);
