@@ -1,21 +1,23 @@
 // How long ggml_gallocr_alloc_graph takes in real whisper.cpp with and without a shared
 // compute buffer (galloc-ggml.h), by turns in one process so that a busy machine slows both
 // alike. Each round loads two whisper contexts, one on its own buffers and one with its four
-// graphs in one share group, and then, REPEATS times, each context in turn (which one first
+// graphs in one share group, and then, TURNS times, each context in turn (which one first
 // alternates) encodes a synthetic signal and decodes a prompt and then tokens one at a time.
 // The time of every ggml_gallocr_alloc_graph call comes from -Wl,--wrap=ggml_gallocr_alloc_graph.
 // The report gives, per step (encode, the prompt, each token), the median of the mean call time
 // over all turns, and the median over the turns of shared / own in the same turn. The logits
 // of both must be the same.
 //
-// With --dry the graphs are built and allocated but not computed (-Wl,--wrap=
-// ggml_backend_sched_graph_compute), so that only the allocator's time is left and many turns
-// take seconds (no logits are compared then).
+// TURNS is 1 unless --turns gives it. With --dry the graphs are built and allocated but not
+// computed (-Wl,--wrap=ggml_backend_sched_graph_compute), so that only the allocator's time is
+// left and many turns take seconds (no logits are compared then); --dry N is --dry --turns N,
+// and --dry alone gives 20 turns.
 //
 // With --only own or --only shared, only contexts of that kind run (no ratio then): for
 // counting instructions with callgrind, where the two kinds would mix in one count.
 //
-//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]] [--only own|shared]
+//   whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [TURNS]] [--turns TURNS]
+//                       [--only own|shared]
 //
 // Linked against libggml-galloc.a only (GALLOC_STRATEGY applies, best by default here).
 #include <algorithm>
@@ -67,8 +69,8 @@ whisper_context* load(const std::string& path, bool share, const std::vector<flo
 
 // One turn of a context: encode, the prompt, then `tokens` tokens. Returns the mean
 // alloc_graph time per step, and appends the logits' hash of every decode step to `hashes`.
-std::map<std::string, double> turn(whisper_context* ctx, const WhisperDims& dims, int tokens,
-                                   std::vector<std::string>& hashes) {
+std::map<std::string, double> take_turn(whisper_context* ctx, const WhisperDims& dims, int tokens,
+                                        std::vector<std::string>& hashes) {
   timing().per_step.clear();
   timing().step = "encode";
   if (whisper_encode(ctx, 0, 1) != 0) fail("whisper_encode");
@@ -123,7 +125,7 @@ extern "C" enum ggml_status __wrap_ggml_backend_sched_graph_compute(ggml_backend
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [REPEATS]] "
+      "usage: whisper_share_bench MODEL test|tiny|base|small [ROUNDS] [TOKENS] [--dry [TURNS]] [--turns TURNS] "
       "[--only own|shared]";
   if (argc < 3) fail(usage);
   const std::string path = argv[1], size = argv[2];
@@ -131,13 +133,15 @@ int main(int argc, char** argv) {
   if (!whisper_dims_named(size, dims)) fail("unknown size " + size + " (test, tiny, base or small)");
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const int tokens = argc > 4 ? std::atoi(argv[4]) : 16;
-  int repeats = 1;
+  int turns = 1;
   std::string only;  // --only: one kind of context, for counting instructions (callgrind)
   for (int i = 5; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--dry") {
       timing().dry = true;
-      repeats = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoi(argv[++i]) : 20;
+      turns = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoi(argv[++i]) : 20;
+    } else if (arg == "--turns" && i + 1 < argc) {
+      turns = std::atoi(argv[++i]);
     } else if (arg == "--only" && i + 1 < argc &&
                (std::string(argv[i + 1]) == "own" || std::string(argv[i + 1]) == "shared")) {
       only = argv[++i];
@@ -145,7 +149,7 @@ int main(int argc, char** argv) {
       fail(usage);
     }
   }
-  if (rounds < 1 || tokens < 1 || repeats < 1) fail("ROUNDS, TOKENS and REPEATS must be positive");
+  if (rounds < 1 || tokens < 1 || turns < 1) fail("ROUNDS, TOKENS and TURNS must be positive");
   if (std::getenv("GALLOC_STRATEGY") == nullptr) setenv("GALLOC_STRATEGY", "best", 1);
   whisper_log_set(
       [](ggml_log_level level, const char* text, void*) {
@@ -160,12 +164,13 @@ int main(int argc, char** argv) {
     std::vector<std::string> own_hashes, shared_hashes;
     whisper_context* own_ctx = only == "shared" ? nullptr : load(path, false, pcm);
     whisper_context* shared_ctx = only == "own" ? nullptr : load(path, true, pcm);
-    for (int repeat = 0; repeat < repeats; ++repeat) {
+    for (int turn = 0; turn < turns; ++turn) {
       // which goes first alternates, so that neither always runs on a warmer or colder machine
       std::map<std::string, double> mine, ours;
-      for (const bool share : {repeat % 2 == 1, repeat % 2 == 0}) {
+      const bool shared_first = (round + turn) % 2 == 1;
+      for (const bool share : {shared_first, !shared_first}) {
         whisper_context* ctx = share ? shared_ctx : own_ctx;
-        if (ctx != nullptr) (share ? ours : mine) = turn(ctx, dims, tokens, share ? shared_hashes : own_hashes);
+        if (ctx != nullptr) (share ? ours : mine) = take_turn(ctx, dims, tokens, share ? shared_hashes : own_hashes);
       }
       for (const auto& [step, us] : mine) own[step].push_back(us);
       for (const auto& [step, us] : ours) {
@@ -178,7 +183,7 @@ int main(int argc, char** argv) {
     if (only.empty() && own_hashes != shared_hashes) fail("the shared run decoded other logits than the unshared one");
   }
   std::printf("whisper %s%s, ggml_gallocr_alloc_graph per call, median of %d rounds x %d turns (us):\n", size.c_str(),
-              timing().dry ? " (not computed)" : "", rounds, repeats);
+              timing().dry ? " (not computed)" : "", rounds, turns);
   std::printf("%-14s %10s %10s %8s\n", "step", "own", "shared", "ratio");
   for (const auto& [step, times] : only == "shared" ? shared : own) {
     auto column = [&](const std::map<std::string, std::vector<double>>& kind) {
