@@ -329,8 +329,7 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
   RepeatablePlace& last = *entry_of(repeatable_places_, member);
   last.valid = false;
   const std::uint64_t chunks_epoch = chunks_epoch_;
-  const std::vector<Move>* pending = find_entry(pending_moves_, member);
-  const bool repeatable = !checked_ && retired_.empty() && (pending == nullptr || pending->empty());
+  const bool repeatable = may_repeat(member);
   if (repeatable) last.owned_before = owned_;
   // What the member reads from the arena must still be its writer's; it is kept.
   std::vector<Owned>& kept = kept_;
@@ -441,13 +440,11 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
 bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& needs,
                                     const std::vector<AddressRange>& reads, Placement& placement) {
   // A place is a function of what it is given and of the arena's chunks, who holds what in
-  // them, the member's pending moves, the retired chunks and the mode; the last two are
-  // required empty and off, and the rest compared here.
-  if (checked_ || !retired_.empty()) return false;
+  // them, the member's pending moves, the retired chunks and the mode; may_repeat requires the
+  // last three empty and off, and the rest is compared here.
+  if (!may_repeat(member)) return false;
   const RepeatablePlace* last = find_entry(repeatable_places_, member);
   if (last == nullptr || !last->valid || last->chunks_epoch != chunks_epoch_) return false;
-  const std::vector<Move>* pending = find_entry(pending_moves_, member);
-  if (pending != nullptr && !pending->empty()) return false;
   auto same_range = [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; };
   auto same_owned = [](const Owned& a, const Owned& b) {
     return a.chunk == b.chunk && a.begin == b.begin && a.end == b.end && a.owner == b.owner;
@@ -463,6 +460,11 @@ bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& n
   placement.generation = generation_.load(std::memory_order_relaxed);
   placement.reusable = true;
   return true;
+}
+
+bool SharedArena::may_repeat(MemberId member) const {
+  const std::vector<Move>* pending = find_entry(pending_moves_, member);
+  return !checked_ && retired_.empty() && (pending == nullptr || pending->empty());
 }
 
 std::optional<SharedArena::Owned> SharedArena::locate(AddressRange range) const {

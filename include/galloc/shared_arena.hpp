@@ -188,6 +188,9 @@ class SharedArena {
     std::uint64_t chunks_epoch = 0;  // chunks_epoch_ then
     bool valid = false;
   };
+  // Whether a place of `member` now may be repeated or recorded for repeating: no poisoning to
+  // do (checked mode), no retired chunk, no moves pending for it.
+  [[nodiscard]] bool may_repeat(MemberId member) const;
   // True, with `placement` filled, when `member`'s last place was given the same and found the
   // arena as it is now: the place would come out the same.
   bool repeat_last_place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,

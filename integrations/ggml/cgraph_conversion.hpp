@@ -291,7 +291,12 @@ void fill_details(Converted& out) {
   out.data_anywhere = true;
 }
 
-// Whether `buffer`, where a tensor's memory lies (a view's: its root's), is one of the buffers
+// The buffer where the memory of `t` lies (a view's: its root's); null when it has none yet.
+[[gnu::always_inline]] inline ggml_backend_buffer_t memory_buffer(const ggml_tensor* t) {
+  return (t->view_src != nullptr ? t->view_src : t)->buffer;
+}
+
+// Whether `buffer`, where a tensor's memory lies (memory_buffer), is one of the buffers
 // [begin, end). `outside` remembers the last buffer found not to be one: weights come in runs
 // of one buffer. Inlined: it runs for every tensor of every alloc_graph in an arena, and most
 // answer at the first test (a node not allocated yet, a weight).
@@ -429,8 +434,8 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     g.has_memory = has_memory(t, MemoryRule::kGraph);
     // while the tensor is at hand, rather than in a second pass over the graph
     if constexpr (kSharing) {
-      const ggml_backend_buffer_t memory = (view_src != nullptr ? view_src : t)->buffer;
-      if (in_buffers(memory, arena_begin, arena_end, outside)) out.in_arena.push_back(static_cast<TensorId>(i));
+      if (in_buffers(memory_buffer(t), arena_begin, arena_end, outside))
+        out.in_arena.push_back(static_cast<TensorId>(i));
     }
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
@@ -526,8 +531,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     ggml_backend_buffer_t outside = nullptr;
     const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
     for (std::size_t i = 0; i < out.ggml.size(); ++i) {
-      const ggml_tensor* t = out.ggml[i];
-      if (in_buffers((t->view_src != nullptr ? t->view_src : t)->buffer, arena_buffers.data(), arena_end, outside))
+      if (in_buffers(memory_buffer(out.ggml[i]), arena_buffers.data(), arena_end, outside))
         out.in_arena.push_back(static_cast<TensorId>(i));
     }
     fill_memory_details(out);

@@ -133,13 +133,13 @@ int main(int argc, char** argv) {
   if (!whisper_dims_named(size, dims)) fail("unknown size " + size + " (test, tiny, base or small)");
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
   const int tokens = argc > 4 ? std::atoi(argv[4]) : 16;
-  int turns = 1;
+  int turns = -1;    // not given: 20 with --dry, else 1
   std::string only;  // --only: one kind of context, for counting instructions (callgrind)
   for (int i = 5; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--dry") {
       timing().dry = true;
-      turns = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoi(argv[++i]) : 20;
+      if (i + 1 < argc && argv[i + 1][0] != '-') turns = std::atoi(argv[++i]);
     } else if (arg == "--turns" && i + 1 < argc) {
       turns = std::atoi(argv[++i]);
     } else if (arg == "--only" && i + 1 < argc &&
@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
       fail(usage);
     }
   }
+  if (turns == -1) turns = timing().dry ? 20 : 1;
   if (rounds < 1 || tokens < 1 || turns < 1) fail("ROUNDS, TOKENS and TURNS must be positive");
   if (std::getenv("GALLOC_STRATEGY") == nullptr) setenv("GALLOC_STRATEGY", "best", 1);
   whisper_log_set(
