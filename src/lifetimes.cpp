@@ -275,9 +275,15 @@ class LivenessWalk {
     out_.events.push_back({LifetimeEvent::Kind::kFree, storage, begin, size});
   }
 
-  void allocate(TensorId id, BufferId buffer) {
+  // Most calls meet a tensor that has memory already (a weight, a source allocated before), so
+  // the test is inlined at every call and only the allocation itself is a call.
+  [[gnu::always_inline]] void allocate(TensorId id, BufferId buffer) {
     TensorState& state = state_[id];
     if (state.bits & (kHasMemory | kOwned | kView)) return;
+    allocate_new(id, buffer, state);
+  }
+
+  [[gnu::noinline]] void allocate_new(TensorId id, BufferId buffer, TensorState& state) {
     state.bits |= kOwned;
     const Tensor& tensor = graph_[id];
 
