@@ -127,16 +127,25 @@ Span<const Strategy> best_order(const Problem& problem) {
       Strategy::kLowestOffsetFirst,           Strategy::kGgml,           Strategy::kGreedyLowestOffset,
       Strategy::kLowestOffsetFirstByLifetime, Strategy::kGreedy,         Strategy::kGreedyByStart,
       Strategy::kGreedyByStartLowestOffset,   Strategy::kGreedyLateFirst};
-  static constexpr Strategy kLarger[] = {Strategy::kGgml,
-                                         Strategy::kGreedyLowestOffset,
+  static constexpr Strategy kMedium[] = {Strategy::kGreedyLowestOffset,
                                          Strategy::kLowestOffsetFirstByLifetime,
+                                         Strategy::kGgml,
                                          Strategy::kLowestOffsetFirst,
                                          Strategy::kGreedy,
                                          Strategy::kGreedyByStart,
                                          Strategy::kGreedyByStartLowestOffset,
                                          Strategy::kGreedyLateFirst};
+  static constexpr Strategy kLarge[] = {Strategy::kGgml,
+                                        Strategy::kGreedyLowestOffset,
+                                        Strategy::kLowestOffsetFirstByLifetime,
+                                        Strategy::kLowestOffsetFirst,
+                                        Strategy::kGreedy,
+                                        Strategy::kGreedyByStart,
+                                        Strategy::kGreedyByStartLowestOffset,
+                                        Strategy::kGreedyLateFirst};
   if (problem.storages.size() <= kLowestOffsetFirstUpTo) return {kSmall, std::size(kSmall)};
-  return {kLarger, std::size(kLarger)};
+  if (problem.storages.size() <= kGreedyFirstUpTo) return {kMedium, std::size(kMedium)};
+  return {kLarge, std::size(kLarge)};
 }
 
 Placement best_of_heuristics(const Problem& problem) {

@@ -31,11 +31,15 @@ namespace galloc::detail {
 // beat. On the 112 graphs of bench/graphs and the 23 of the zoo (bench/at_bound.py):
 //   - ggml reaches the lower bound on 12 and 6 of them. It is the cheapest, and linear in the
 //     objects where the greedy variants are not on the pathological graphs of
-//     docs/RELIABILITY.md (P4), so it goes first on all but small problems.
+//     docs/RELIABILITY.md (P4), so it goes first on problems above kGreedyFirstUpTo objects,
+//     where a pathological graph would make greedy slow.
 //   - Greedy into the lowest gap reaches it on 108 and 19, and costs less than either
-//     lowest-offset-first.
+//     lowest-offset-first. Between kLowestOffsetFirstUpTo and kGreedyFirstUpTo objects (the
+//     captured graphs above 336 objects have at most 551) it goes first: after ggml, it
+//     ran on all but the few graphs where ggml was at the bound, so ggml's run was lost.
 //   - Lowest-offset-first by lifetime on 112 and 22 (not the zoo's llama-7b-pp2048); alone
-//     among these on four of Llama-2-7B's and Mistral-7B's flash-attention graphs.
+//     among these on four of Llama-2-7B's and Mistral-7B's flash-attention graphs, so it
+//     goes second where greedy goes first: ggml is at the bound on none of those four.
 //   - Lowest-offset-first (busiest, then area) on 108 and 23. Up to kLowestOffsetFirstUpTo
 //     objects it costs about what greedy does and alone reaches the bound on
 //     training-llama-2l, ResNet-50, ViT-B/16 and gpt2-small-tg1, so there it goes first.
@@ -44,6 +48,7 @@ namespace galloc::detail {
 //     lowest gap 1), so they stay, behind.
 [[nodiscard]] Span<const Strategy> best_order(const Problem& problem);
 inline constexpr std::size_t kLowestOffsetFirstUpTo = 336;
+inline constexpr std::size_t kGreedyFirstUpTo = 4096;
 
 // Lowest-offset-first finds its next object in one of two ways with the same result. Up to this
 // many objects in a chunk, every waiting object's lowest offset is kept up to date and scanned

@@ -285,14 +285,15 @@ TEST(BestStrategy, CannotBeBeatenOnlyAtTheLowerBoundInTheFewestChunks) {
 }
 
 // best_order lists the candidates in its own order: every heuristic of the registry, once,
-// for problems on either side of the size where lowest-offset-first goes first.
+// for problems on either side of the sizes where lowest-offset-first and greedy go first.
 TEST(BestStrategy, TriesEveryHeuristicOnce) {
   std::vector<Strategy> heuristics;
   for (const NamedStrategy& entry : strategy_registry()) {
     if (entry.heuristic) heuristics.push_back(entry.strategy);
   }
   std::sort(heuristics.begin(), heuristics.end());
-  for (const std::size_t n : {std::size_t{1}, detail::kLowestOffsetFirstUpTo, detail::kLowestOffsetFirstUpTo + 1}) {
+  for (const std::size_t n : {std::size_t{1}, detail::kLowestOffsetFirstUpTo, detail::kLowestOffsetFirstUpTo + 1,
+                              detail::kGreedyFirstUpTo, detail::kGreedyFirstUpTo + 1}) {
     Lifetimes problem;
     problem.storages.resize(n);
     const Span<const Strategy> order = detail::best_order(problem);
