@@ -23,9 +23,9 @@ enum class Strategy {
   kLowestOffsetFirst,            // lowest offset first; the busiest, then the largest area
   kLowestOffsetFirstByLifetime,  // lowest offset first; the busiest, then the longest lifetime
   kExact,                        // offline search for the smallest buffer within a time budget (MiniMalloc)
-  kBest,                         // ggml, then each heuristic until one reaches the lower bound; per buffer the
-                                 // smallest (never worse than kGgml); then the exact search where the gap to the
-                                 // lower bound is still large and a budget is given
+  kBest,                         // the heuristics, ggml among them, until one reaches the lower bound; per buffer
+                                 // the smallest (never worse than kGgml); then the exact search where the gap to
+                                 // the lower bound is still large and a budget is given
 };
 
 // Progress of a long search: the best size so far, the lower bound, seconds left.
