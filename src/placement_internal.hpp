@@ -35,8 +35,8 @@ namespace galloc::detail {
 //     where a pathological graph would make greedy slow.
 //   - Greedy into the lowest gap reaches it on 108 and 19, and costs less than either
 //     lowest-offset-first. Between kLowestOffsetFirstUpTo and kGreedyFirstUpTo objects (the
-//     captured graphs above 336 objects have at most 551) it goes first: after ggml, it
-//     ran on all but the few graphs where ggml was at the bound, so ggml's run was lost.
+//     captured graphs above 336 objects have at most 551) it goes first: behind ggml it ran
+//     anyway wherever ggml missed the bound, and ggml's run was wasted there.
 //   - Lowest-offset-first by lifetime on 112 and 22 (not the zoo's llama-7b-pp2048); alone
 //     among these on four of Llama-2-7B's and Mistral-7B's flash-attention graphs, so it
 //     goes second where greedy goes first: ggml is at the bound on none of those four.
