@@ -272,20 +272,21 @@ bool has_memory(const ggml_tensor* t, MemoryRule rule) {
   name.assign(t->name, length);
 }
 
-// Whether fill_details copies the names. Only messages and GALLOC_DUMP read them, and
-// copying them is half of what fill_details costs: a reserve leaves them out (empty, so that
-// no message names a tensor of an earlier graph) and fills them when it has to say something.
-enum class Names { kCopy, kLeaveOut };
+// What convert_graph fills besides the structure. kFill: fill_details, names included;
+// kFillButNames: the same with the names left empty (only messages and GALLOC_DUMP read them,
+// and copying them is half of fill_details: a reserve leaves them out and fills them when it
+// has something to say; empty, no message names a tensor of an earlier graph); kSkip: neither.
+enum class Details { kFill, kFillButNames, kSkip };
 
 // What only planning (and GALLOC_DUMP) reads: name, shape, view offset and data. The
 // reservation check of GraphAllocator::alloc reads none of them (it asks the buffer type for
 // each tensor's size, which asks ggml about the ggml tensor), so alloc_graph fills them only
 // when it has to reserve again.
-void fill_details(Converted& out, Names names = Names::kCopy) {
+void fill_details(Converted& out, Details details = Details::kFill) {
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     const ggml_tensor* t = out.ggml[i];
     galloc::Tensor& g = out.graph.tensors[i];
-    if (names == Names::kCopy) {
+    if (details == Details::kFill) {
       copy_name(t, g.name);
     } else {
       g.name.clear();
@@ -366,11 +367,6 @@ galloc::Status fill_tensors(Converted& out, MemoryRule rule, bool with_sources) 
   fill_details(out);
   return galloc::Status::ok();
 }
-
-// kFill: fill_details; kFillButNames: fill_details without the names; kSkip: neither.
-enum class Details { kFill, kFillButNames, kSkip };
-
-inline Names names_of(Details details) { return details == Details::kFill ? Names::kCopy : Names::kLeaveOut; }
 
 // Leafs get the first ids, then nodes, in list order; then the tensors they read (their
 // sources and view sources) and those tensors' view sources, in the order they are found. The
@@ -493,7 +489,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   const bool search = !arena_buffers.empty() && arenas == Arenas::kSearch;
   if (search ? reconvert_same_topology<true>(cgraph, out, arena_buffers, status)
              : reconvert_same_topology<false>(cgraph, out, arena_buffers, status)) {
-    if (status && details != Details::kSkip) fill_details(out, names_of(details));
+    if (status && details != Details::kSkip) fill_details(out, details);
     return status;
   }
   out.edges_valid = false;
@@ -538,7 +534,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   out.edges.resize(out.ggml.size());
   mark_memory_elsewhere(out);
   out.edges_valid = true;
-  if (details != Details::kSkip) fill_details(out, names_of(details));
+  if (details != Details::kSkip) fill_details(out, details);
   if (details == Details::kSkip && !arena_buffers.empty()) {
     ggml_backend_buffer_t outside = nullptr;
     const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();

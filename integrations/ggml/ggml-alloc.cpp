@@ -379,13 +379,15 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
     GGML_LOG_ERROR("%s: the allocator is NULL\n", function);
     return false;
   }
-  if (galloc::Status s = convert_graph(graph, galloc->current, Details::kFillButNames); !s) {
+  // GALLOC_DUMP's file names the tensors
+  const Details details = galloc->dump_dir.empty() ? Details::kFillButNames : Details::kFill;
+  if (galloc::Status s = convert_graph(graph, galloc->current, details); !s) {
     log_error(function, s);
     return false;
   }
   const galloc::BufferAssignment assignment = assignment_of(graph, node_buffer_ids, leaf_buffer_ids);
   galloc::Status s = galloc->allocator->reserve(galloc->current.graph, assignment);
-  if (s.code() == galloc::ErrorCode::kInvalidArgument) {
+  if (s.code() == galloc::ErrorCode::kInvalidArgument && details != Details::kFill) {
     // The graph itself is refused, before anything changed: once more with the names, so that
     // the message says which tensors it means.
     fill_details(galloc->current);
@@ -396,7 +398,6 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
     log_error(function, s);
     return false;
   }
-  if (!galloc->dump_dir.empty()) fill_details(galloc->current);  // the file names the tensors
   dump_graph(galloc, assignment, function);
   return true;
 }
