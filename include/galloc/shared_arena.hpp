@@ -18,6 +18,12 @@
 //     its alloc until another member's alloc, except the tensors the next member reads (memory
 //     that exists, lying in the arena, such as whisper's conv output read by the encoder):
 //     those stay valid until that member has run.
+//   - A member may allocate its graph again (the same graph, or one rebuilt), reserve again, and
+//     leave (GraphAllocator's destructor) at any time between other members' runs. Its own
+//     earlier placement is never memory that exists for it: what it reads that lies only in its
+//     own last placement is placed again, as in a buffer of its own (an adapter whose tensors
+//     keep their addresses between allocs, as ggml's do, must say which are its own; the ggml
+//     drop-in does).
 //   - Where members go: as low as they can, so that they reuse the same pages: at offset 0, or
 //     the lowest offset clear of what they read (copying nothing). Where no offset is clear, what
 //     the member reads is moved to the chunk's end (host memory: Buffer::read and write); the
@@ -40,12 +46,15 @@
 //     threads. One arena's bookkeeping is guarded by a mutex, so members may join and leave from
 //     any thread.
 //   - Growing frees the old chunk before allocating the larger one (never both at once, as
-//     ggml). When it holds tensors the growing member reads, those bytes are copied out first
-//     and written back at the new chunk's end; only where memory cannot be read from here is
-//     the old chunk kept (retired) until an alloc that reads nothing from it. A reserve called
-//     directly (not by alloc) keeps nothing: between one member's alloc and the alloc of the
-//     member reading its output it may end that output, so reserve before the sequence starts
-//     (whisper.cpp and llama.cpp do), or let alloc reserve.
+//     ggml), except where tensors that are still valid lie in it:
+//       - in an alloc, what the member reads is copied to the new chunk's end (host memory),
+//         or, where memory cannot be read from here, read where it lies in the old chunk,
+//         retired until nothing reads it; other members' tensors are not valid any more (the
+//         contract), and each member places its own again at its next alloc;
+//       - in a reserve between runs (not from alloc), which may come between one member's
+//         alloc and the alloc of the member that reads its output, the old chunk is retired
+//         when other members hold memory or were last placed there: kept until each of them
+//         has placed again or left, and what is read from it is read where it lies.
 #pragma once
 
 #include <atomic>
@@ -151,11 +160,23 @@ class SharedArena {
     MemberId owner = 0;
   };
   // The rest requires mutex_.
+  // Grows chunk `chunk` to `size`, freeing the old one first, or retiring it (kept until
+  // free_retired) with `keep_old`.
   Status grow_chunk(std::size_t chunk, Bytes size, bool keep_old);
   // Grows chunk `chunk` to `size`, carrying the pieces of `keep` (in it, ascending, disjoint)
   // over to the new chunk's end: appends their moves. False, with nothing changed, when the
   // old chunk cannot be read from here.
   Result<bool> regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep, std::vector<Move>& moves);
+  // Whether tensors other than `member`'s own placed ones may still point into `chunk`: another
+  // member holds memory or was last placed there, or `member` holds memory there outside its
+  // last placement (its output that a reader moved).
+  [[nodiscard]] bool others_in(const Buffer* chunk, MemberId member) const;
+  // Whether `piece` lies within `member`'s last placement.
+  [[nodiscard]] bool in_last_placement(MemberId member, const Owned& piece) const;
+  [[nodiscard]] bool is_retired(const Buffer* chunk) const;
+  // Frees the retired chunks that nothing in `kept` lies in and that others_in(chunk, placing)
+  // does not hold (placing: the member being placed, or 0).
+  void free_retired(MemberId placing, const std::vector<Owned>& kept);
   // Copies the pieces of `keep` (in chunk `chunk`, ascending) to the chunk's end, packed: appends
   // their moves. False, with nothing changed, when the chunk cannot be read from here.
   bool move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves);
