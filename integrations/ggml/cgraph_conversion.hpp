@@ -183,6 +183,15 @@ class TensorIds {
   std::size_t size_ = 0;
 };
 
+// What the allocator's last alloc_graph set on a tensor (tensor_alloc or view_init): null
+// buffer for nothing. In a shared arena a tensor that still carries it is the allocator's own
+// earlier placement, not memory that exists: it is placed again, as a fresh tensor would be.
+// Told by value, so a record of a tensor that is gone is never followed.
+struct OwnPlacement {
+  void* data = nullptr;
+  ggml_backend_buffer_t buffer = nullptr;
+};
+
 // A galloc graph and, per galloc tensor id, the ggml tensor it stands for.
 struct Converted {
   Converted() { graph.inplace_ops = this_ggml_inplace_ops(); }
@@ -222,6 +231,10 @@ struct Converted {
   // data_anywhere: fill_details and a conversion of another topology may leave data on any.
   std::vector<TensorId> with_data;
   bool data_anywhere = true;
+  // Per tensor id, for an allocator in a shared arena (track_own): what its last alloc_graph
+  // set on the tensor. Conversions keep it by tensor across a change of topology.
+  bool track_own = false;
+  std::vector<OwnPlacement> own;
 
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
@@ -386,18 +399,43 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
                              const std::vector<ggml_backend_buffer_t>& arena_buffers = {},
                              Arenas arenas = Arenas::kSearch);
 
+// In a shared arena, before a tensor's memory is looked at: a tensor that still carries what
+// this allocator's last alloc gave it is placed again (see OwnPlacement). The record is spent.
+[[gnu::always_inline]] inline void forget_own_placement(ggml_tensor* t, OwnPlacement& own) {
+  if (own.buffer != nullptr && t->buffer == own.buffer && t->data == own.data) {
+    t->data = nullptr;
+    t->buffer = nullptr;
+  }
+  own = OwnPlacement{};
+}
+
+// In a shared arena, where `t` (tensor id `id` of a graph with `n_leafs` leafs and `listed`
+// leafs and nodes) has its memory in the arena's buffers: whether it is what the graph reads
+// there (another member's output, or a view of it). A node is computed by the graph, so its
+// old bytes are nobody's input: it is placed again, whoever left it there (a member that read
+// it may have moved it).
+[[gnu::always_inline]] inline bool read_from_arena(ggml_tensor* t, std::size_t id, std::size_t n_leafs,
+                                                   std::size_t listed) {
+  if (id < n_leafs || id >= listed || t->view_src != nullptr) return true;
+  t->data = nullptr;
+  t->buffer = nullptr;
+  return false;
+}
+
 // A graph with the last conversion's topology (the same leaf and node lists, the same
 // source and view source pointers in every tensor) gets the same ids, so only the fields
 // that are not edges are read again; without the hash lookups this is most of the gap to
 // upstream's alloc_graph, which rebuilds a ggml graph of the same shape every time.
-// false (and nothing of `out` to rely on but its ids) when the topology differs. With
-// kSharing (the allocator is in a shared arena) it also counts the tensors with memory of
-// their own in `arena_buffers` (a view's root is a tensor of the graph too), and only when
-// there are any does fill_memory_details write theirs: usually there are none. A separate
-// instance keeps the loop of the usual case as tight as it was.
-template <bool kSharing>
+// false (and nothing of `out` to rely on but its ids) when the topology differs. With kArena
+// (the allocator is in a shared arena) it places the allocator's own earlier tensors again
+// and, with `search`, counts the tensors with memory of their own in `arena_buffers` (a
+// view's root is a tensor of the graph too); only when there are any does
+// fill_memory_details write theirs: usually there are none. A separate instance keeps the
+// loop of the usual case as tight as it was.
+template <bool kArena>
 bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
-                             const std::vector<ggml_backend_buffer_t>& arena_buffers, galloc::Status& status) {
+                             const std::vector<ggml_backend_buffer_t>& arena_buffers, bool search,
+                             galloc::Status& status) {
   if (!out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
       static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
     return false;
@@ -420,10 +458,11 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
   ggml_tensor* const* const ggml = out.ggml.data();
   const Converted::Edges* const all_edges = out.edges.data();
   galloc::Tensor* const tensors = out.graph.tensors.data();
-  const std::size_t n = out.ggml.size(), listed = out.listed;
+  OwnPlacement* const own = kArena ? out.own.data() : nullptr;
+  const std::size_t n = out.ggml.size(), listed = out.listed, n_leafs = out.graph.leafs.size();
   out.in_arena.clear();
   for (std::size_t i = 0; i < n; ++i) {
-    const ggml_tensor* t = ggml[i];
+    ggml_tensor* const t = ggml[i];
     const Converted::Edges& edges = all_edges[i];
     if (i < listed) {
       for (int s = 0; s < GGML_MAX_SRC; ++s) {
@@ -439,15 +478,18 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     }
     g.op = ops.of(t->op);
     g.flags = flags_of(t);
-    g.has_memory = has_memory(t, MemoryRule::kGraph);
     // while the tensor is at hand, rather than in a second pass over the graph
-    if constexpr (kSharing) {
-      if (in_buffers(memory_buffer(t), arena_begin, arena_end, outside))
+    if constexpr (kArena) {
+      forget_own_placement(t, own[i]);
+      if (search && in_buffers(memory_buffer(t), arena_begin, arena_end, outside) &&
+          read_from_arena(t, i, n_leafs, listed)) {
         out.in_arena.push_back(static_cast<TensorId>(i));
+      }
     }
+    g.has_memory = has_memory(t, MemoryRule::kGraph);
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
-  if (kSharing) fill_memory_details(out);
+  if (kArena && search) fill_memory_details(out);
   status = galloc::Status::ok();
   return true;
 }
@@ -487,13 +529,22 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   out.in_arena.clear();
   galloc::Status status;
   const bool search = !arena_buffers.empty() && arenas == Arenas::kSearch;
-  if (search ? reconvert_same_topology<true>(cgraph, out, arena_buffers, status)
-             : reconvert_same_topology<false>(cgraph, out, arena_buffers, status)) {
+  if (out.track_own ? reconvert_same_topology<true>(cgraph, out, arena_buffers, search, status)
+                    : reconvert_same_topology<false>(cgraph, out, arena_buffers, false, status)) {
     if (status && details != Details::kSkip) fill_details(out, details);
     return status;
   }
   out.edges_valid = false;
   out.data_anywhere = true;  // the tensors keep what the last graph left in them
+  out.in_arena.clear();
+  // The own placements of the last conversion's ids, found again by tensor.
+  std::vector<OwnPlacement> previous_own;
+  TensorIds previous_ids;
+  const bool remap_own = out.track_own && !out.own.empty();
+  if (remap_own) {
+    previous_own.swap(out.own);
+    previous_ids = std::move(out.ids);
+  }
   out.clear(static_cast<std::size_t>(cgraph->n_nodes) + static_cast<std::size_t>(cgraph->n_leafs));
   for (int i = 0; i < cgraph->n_leafs; ++i) {
     if (cgraph->leafs[i] == nullptr) return galloc::invalid_argument("leaf " + std::to_string(i) + " is NULL");
@@ -507,6 +558,10 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   const OpTable& ops = op_table();
   const TypeTable& types = type_table();
   std::vector<galloc::Tensor>& tensors = out.graph.tensors;
+  const bool search_all = !arena_buffers.empty();  // another topology: always searched
+  const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
+  ggml_backend_buffer_t outside = nullptr;
+  const std::size_t n_leafs = out.graph.leafs.size();
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     ggml_tensor* t = out.ggml[i];
     std::array<TensorId, galloc::kMaxSources> src;
@@ -519,6 +574,19 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
     // keeps the elements of earlier calls (and their names' storage): they are overwritten
     if (tensors.size() < out.ggml.size()) tensors.resize(out.ggml.size());
     if (out.edges.size() < out.ggml.size()) out.edges.resize(out.ggml.size());
+    if (out.track_own) {
+      OwnPlacement record;
+      if (remap_own) {
+        const TensorId old = previous_ids.at(t);
+        if (old != galloc::kNoTensor && static_cast<std::size_t>(old) < previous_own.size())
+          record = previous_own[static_cast<std::size_t>(old)];
+      }
+      forget_own_placement(t, record);
+      if (search_all && in_buffers(memory_buffer(t), arena_buffers.data(), arena_end, outside) &&
+          read_from_arena(t, i, n_leafs, out.listed)) {
+        out.in_arena.push_back(static_cast<TensorId>(i));
+      }
+    }
     galloc::Tensor& g = tensors[i];
     if (!set_type(t, g, types)) return type_error(t);
     g.op = ops.of(t->op);
@@ -532,18 +600,11 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   }
   tensors.resize(out.ggml.size());
   out.edges.resize(out.ggml.size());
+  if (out.track_own) out.own.assign(out.ggml.size(), OwnPlacement{});
   mark_memory_elsewhere(out);
   out.edges_valid = true;
   if (details != Details::kSkip) fill_details(out, details);
-  if (details == Details::kSkip && !arena_buffers.empty()) {
-    ggml_backend_buffer_t outside = nullptr;
-    const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
-    for (std::size_t i = 0; i < out.ggml.size(); ++i) {
-      if (in_buffers(memory_buffer(out.ggml[i]), arena_buffers.data(), arena_end, outside))
-        out.in_arena.push_back(static_cast<TensorId>(i));
-    }
-    fill_memory_details(out);
-  }
+  if (details == Details::kSkip && search_all) fill_memory_details(out);
   return galloc::Status::ok();
 }
 

@@ -21,6 +21,18 @@
  * GALLOC_SHARE_CHECK=1 every alloc also fills what it takes over from other members with 0xFF
  * (NaN; host buffers), so a member computing out of turn gives visibly wrong results.
  *
+ * What a member may do, between other members' runs: allocate the same graph again (the usual
+ * ggml loop), or a graph rebuilt in the same or another context; reserve again; and be freed
+ * (ggml_gallocr_free, ggml_backend_sched_free). Every alloc places the graph's own tensors
+ * again (those this allocator placed before, and its nodes), and views take their source's
+ * current address, so the arena may put the member elsewhere than last time. When a shared
+ * buffer grows in an alloc, the old memory is freed (what that alloc reads is carried over) and
+ * other members' tensors, no longer valid, keep its handle, emptied, until their next alloc
+ * places them again; when it grows in a reserve between runs, the old buffer is kept while
+ * another member holds memory in it, until each such member has allocated again or been
+ * freed. Reserving or measuring a graph that this allocator allocated before clears its
+ * tensors' addresses until the next alloc.
+ *
  * ggml_gallocr_get_buffer_size keeps reporting each allocator's own need; the drop-in logs
  * the arena's size each time it grows. Packages that rename ggml's symbols (lm_ggml_,
  * wsp_ggml_) rename these too, so each renamed copy has its own arenas. */

@@ -101,12 +101,38 @@ ggml_status view_init(ggml_tensor* tensor) {
 
 // ------------------------------------------------------------------ buffer types
 
-// A ggml backend buffer as a galloc buffer; it frees the ggml buffer unless released.
+// The handles of a shared arena's freed chunks. A chunk's memory goes when the arena frees it,
+// but its ggml handle stays, emptied, until the arena goes: other members' tensors name it as
+// their buffer until their next alloc places them again, and ggml's scheduler reads a
+// tensor's buffer type before the allocator runs.
+struct ReleasedHandles {
+  std::vector<ggml_backend_buffer_t> handles;
+  std::size_t chunks = 0;  // allocated so far: `handles` has room for as many
+  ReleasedHandles() = default;
+  ReleasedHandles(const ReleasedHandles&) = delete;
+  ReleasedHandles& operator=(const ReleasedHandles&) = delete;
+  ~ReleasedHandles() {
+    for (ggml_backend_buffer_t handle : handles) ggml_backend_buffer_free(handle);
+  }
+};
+
+// A ggml backend buffer as a galloc buffer; it frees the ggml buffer unless released, or, with
+// `released`, frees its memory and keeps the handle there.
 class GgmlBuffer final : public galloc::Buffer {
  public:
-  GgmlBuffer(const galloc::BufferType& type, ggml_backend_buffer_t buffer) : type_(type), buffer_(buffer) {}
+  GgmlBuffer(const galloc::BufferType& type, ggml_backend_buffer_t buffer, ReleasedHandles* released = nullptr)
+      : type_(type), buffer_(buffer), released_(released) {}
   ~GgmlBuffer() override {
-    if (buffer_ != nullptr) ggml_backend_buffer_free(buffer_);
+    if (buffer_ == nullptr) return;
+    if (released_ == nullptr) {
+      ggml_backend_buffer_free(buffer_);
+      return;
+    }
+    if (buffer_->iface.free_buffer != nullptr) buffer_->iface.free_buffer(buffer_);
+    buffer_->iface = ggml_backend_buffer_i{};
+    buffer_->context = nullptr;
+    buffer_->size = 0;                      // no base, no memory
+    released_->handles.push_back(buffer_);  // within the room allocate made: no allocation here
   }
   GgmlBuffer(const GgmlBuffer&) = delete;
   GgmlBuffer& operator=(const GgmlBuffer&) = delete;
@@ -138,6 +164,7 @@ class GgmlBuffer final : public galloc::Buffer {
  private:
   const galloc::BufferType& type_;
   ggml_backend_buffer_t buffer_;
+  ReleasedHandles* released_;
 };
 
 ggml_backend_buffer_t handle_of(galloc::Buffer* buffer) { return static_cast<GgmlBuffer*>(buffer)->handle(); }
@@ -146,8 +173,9 @@ ggml_backend_buffer_t handle_of(galloc::Buffer* buffer) { return static_cast<Ggm
 // behind the galloc tensor (devices pad by op and type), found through `tensors`.
 class GgmlBufferType final : public galloc::BufferType {
  public:
-  GgmlBufferType(ggml_backend_buffer_type_t buft, const Converted* tensors, bool compute_usage)
-      : buft_(buft), tensors_(tensors), compute_usage_(compute_usage) {}
+  GgmlBufferType(ggml_backend_buffer_type_t buft, const Converted* tensors, bool compute_usage,
+                 ReleasedHandles* released = nullptr)
+      : buft_(buft), tensors_(tensors), compute_usage_(compute_usage), released_(released) {}
 
   [[nodiscard]] std::string name() const override {
     const char* n = ggml_backend_buft_name(buft_);
@@ -169,13 +197,16 @@ class GgmlBufferType final : public galloc::BufferType {
     return ggml_backend_buft_get_alloc_size(buft_, &stand_in);
   }
   [[nodiscard]] galloc::Result<std::unique_ptr<galloc::Buffer>> allocate(Bytes size) const override {
+    if (released_ != nullptr) released_->handles.reserve(released_->chunks + 1);
     ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft_, static_cast<std::size_t>(size));
     if (buffer == nullptr) {
       return galloc::out_of_memory("failed to allocate " + name() + " buffer of size " + std::to_string(size));
     }
     if (compute_usage_) ggml_backend_buffer_set_usage(buffer, GGML_BACKEND_BUFFER_USAGE_COMPUTE);
     try {
-      return std::unique_ptr<galloc::Buffer>(std::make_unique<GgmlBuffer>(*this, buffer));
+      auto chunk = std::unique_ptr<galloc::Buffer>(std::make_unique<GgmlBuffer>(*this, buffer, released_));
+      if (released_ != nullptr) ++released_->chunks;
+      return chunk;
     } catch (...) {
       ggml_backend_buffer_free(buffer);
       throw;
@@ -188,6 +219,7 @@ class GgmlBufferType final : public galloc::BufferType {
   ggml_backend_buffer_type_t buft_;
   const Converted* tensors_;
   bool compute_usage_;
+  ReleasedHandles* released_;  // a shared arena's (its buffers' handles outlive their memory)
 };
 
 // ------------------------------------------------------------------ options from the environment
@@ -212,7 +244,8 @@ galloc::GraphAllocatorOptions options_from_env() {
 // and outlives the arena; members hold the whole through the arena's shared_ptr.
 struct DropinArena {
   DropinArena(ggml_backend_buffer_type_t buft, const std::string& name)
-      : type(buft, nullptr, /*compute_usage=*/true), arena(type, name + "/" + type.name()) {}
+      : type(buft, nullptr, /*compute_usage=*/true, &released), arena(type, name + "/" + type.name()) {}
+  ReleasedHandles released;  // first: it goes after the arena's chunks
   GgmlBufferType type;
   galloc::SharedArena arena;
   std::atomic<std::uint64_t> logged_growths{0};  // the growth count last logged
@@ -381,7 +414,9 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
   }
   // GALLOC_DUMP's file names the tensors
   const Details details = galloc->dump_dir.empty() ? Details::kFillButNames : Details::kFill;
-  if (galloc::Status s = convert_graph(graph, galloc->current, details); !s) {
+  // in an arena, the conversion places the allocator's own earlier tensors again
+  refresh_arena_buffers(galloc);
+  if (galloc::Status s = convert_graph(graph, galloc->current, details, galloc->arena_buffers); !s) {
     log_error(function, s);
     return false;
   }
@@ -427,8 +462,21 @@ class InitTensors final : public galloc::AllocSink {
 
   galloc::Status place(TensorId id, const galloc::TensorAddress* address) override {
     ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
+    return place_tensor(id, tensor, address);
+  }
+
+  // convert_graph found them (none, unless the graph reads another member's output).
+  [[nodiscard]] const std::vector<TensorId>* tensors_in_arena() const override { return &galloc_->current.in_arena; }
+
+  [[nodiscard]] bool reserved() const { return reserved_; }
+
+ private:
+  galloc::Status place_tensor(TensorId id, ggml_tensor* tensor, const galloc::TensorAddress* address) {
     if (tensor->view_src != nullptr) {
-      if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) view_init(tensor);
+      if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) {
+        view_init(tensor);
+        remember(id, tensor);
+      }
       return galloc::Status::ok();
     }
     if (tensor->data != nullptr) return galloc::Status::ok();
@@ -439,15 +487,17 @@ class InitTensors final : public galloc::AllocSink {
                                       " has a buffer but no data; cannot allocate it");
     }
     tensor_alloc(handle_of(address->chunk), tensor, address->data);
+    remember(id, tensor);
     return galloc::Status::ok();
   }
 
-  // convert_graph found them (none, unless the graph reads another member's output).
-  [[nodiscard]] const std::vector<TensorId>* tensors_in_arena() const override { return &galloc_->current.in_arena; }
+  // In a shared arena, what this alloc set on the tensor, so that the next conversion knows
+  // it for the allocator's own (Converted::own).
+  void remember(TensorId id, const ggml_tensor* tensor) {
+    Converted& current = galloc_->current;
+    if (current.track_own) current.own[static_cast<std::size_t>(id)] = {tensor->data, tensor->buffer};
+  }
 
-  [[nodiscard]] bool reserved() const { return reserved_; }
-
- private:
   ggml_gallocr* galloc_;
   bool reserved_ = false;
 };
@@ -488,6 +538,7 @@ ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t* bufts, int n_bufs)
         }
         galloc->arenas.push_back(std::move(shared));
       }
+      galloc->current.track_own = !galloc->arenas.empty();
     }
     return galloc.release();
   } catch (...) {
@@ -544,17 +595,18 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       GGML_LOG_ERROR("%s: the allocator is NULL\n", __func__);
       return false;
     }
+    Converted& current = galloc->current;
     refresh_arena_buffers(galloc);
     const Arenas arenas = arenas_unchanged(galloc, galloc->quiet_generations) ? Arenas::kUnchanged : Arenas::kSearch;
     galloc->quiet_generations.clear();
-    if (galloc::Status s = convert_graph(graph, galloc->current, Details::kSkip, galloc->arena_buffers, arenas); !s) {
+    if (galloc::Status s = convert_graph(graph, current, Details::kSkip, galloc->arena_buffers, arenas); !s) {
       log_error(__func__, s);
       return false;
     }
     // The graph as converted lacks what only planning reads; InitTensors fills it in when
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
-    if (galloc::Status s = galloc->allocator->alloc(galloc->current.graph, init_tensors); !s) {
+    if (galloc::Status s = galloc->allocator->alloc(current.graph, init_tensors); !s) {
       if (s.code() == galloc::ErrorCode::kFailedPrecondition && galloc->bufts.size() != 1) {
         // several buffers: the caller must reserve with the buffer ids first (upstream's false)
 #ifndef NDEBUG
