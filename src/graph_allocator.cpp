@@ -389,6 +389,12 @@ Status GraphAllocator::alloc(Graph& graph) {
   return Status::ok();
 }
 
+void GraphAllocator::reset_buffers() {
+  for (const auto& chunks : buffers_) {
+    for (const auto& chunk : chunks) chunk->reset();
+  }
+}
+
 Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
   GALLOC_RETURN_IF_ERROR(prepare_alloc(graph, &sink));
   return replay(graph, visit_order_,

@@ -91,6 +91,10 @@ class GraphAllocator {
   Status alloc(Graph& graph);
   // The same walk, with the addresses handed to `sink` instead of written to Tensor::data.
   Status alloc(Graph& graph, AllocSink& sink);
+  // What alloc does to the buffers of its own before placing (Buffer::reset), and nothing
+  // else: for an adapter whose graph still holds every address of this allocator's last alloc
+  // and whose buffers have not changed since (ggml's loop allocating one graph again).
+  void reset_buffers();
   // True when `graph` does not fit the current reservation: other lists, another op or source
   // of a node, another view source or input/output flag of a tensor the walk reads, a tensor
   // larger than its slot, or one that needs a slot and has none (it had memory or was a view).

@@ -235,6 +235,11 @@ struct Converted {
   // set on the tensor. Conversions keep it by tensor across a change of topology.
   bool track_own = false;
   std::vector<OwnPlacement> own;
+  // Per tensor id, the address each tensor the last alloc_graph visited held when it was done
+  // (null for the others), and whether that alloc may be taken as the next one's when the
+  // graph is allocated again with nothing moved (allocated_again).
+  std::vector<void*> placed_data;
+  bool allocated = false;
 
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
     const auto next = static_cast<TensorId>(ggml.size());
@@ -494,6 +499,40 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
   return true;
 }
 
+// Whether `cgraph` is the graph of the last conversion (the same lists and edges), allocated
+// by the last alloc_graph (Converted::allocated) and with every tensor that alloc visited still
+// at the address it left: the usual ggml loop, one graph allocated again and again. Upstream
+// then places nothing (every tensor has memory) and neither does alloc_graph.
+bool allocated_again(const ggml_cgraph* cgraph, const Converted& out) {
+  if (!out.allocated || !out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
+      static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
+    return false;
+  }
+  ggml_tensor* const* const ggml = out.ggml.data();
+  for (int i = 0; i < cgraph->n_leafs; ++i) {
+    if (cgraph->leafs[i] != ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])]) return false;
+  }
+  for (int i = 0; i < cgraph->n_nodes; ++i) {
+    if (cgraph->nodes[i] != ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])]) return false;
+  }
+  // In id order, each tensor is reached from the lists through edges already compared, so
+  // every pointer followed is one of this graph's.
+  const Converted::Edges* const all_edges = out.edges.data();
+  void* const* const placed = out.placed_data.data();
+  const std::size_t n = out.ggml.size(), listed = out.listed;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ggml_tensor* const t = ggml[i];
+    const Converted::Edges& edges = all_edges[i];
+    if (i < listed) {
+      for (int s = 0; s < GGML_MAX_SRC; ++s) {
+        if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
+      }
+    }
+    if (t->view_src != edges[GGML_MAX_SRC] || (placed[i] != nullptr && t->data != placed[i])) return false;
+  }
+  return true;
+}
+
 // Sets has_memory on the tensors the graph reaches only as a view's source and that have no
 // memory (Converted::memory_elsewhere). Leafs and nodes have the first ids.
 void mark_memory_elsewhere(Converted& out) {
@@ -527,6 +566,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
                              const std::vector<ggml_backend_buffer_t>& arena_buffers, Arenas arenas) {
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
   out.in_arena.clear();
+  out.allocated = false;  // until an alloc_graph of this conversion succeeds
   galloc::Status status;
   const bool search = !arena_buffers.empty() && arenas == Arenas::kSearch;
   if (out.track_own ? reconvert_same_topology<true>(cgraph, out, arena_buffers, search, status)
@@ -611,6 +651,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
 // The tensors of a context, in context order (their ids are 0..n-1), plus the view sources
 // they reach (which may live in another context). No nodes or leafs.
 galloc::Status convert_context(ggml_context* ctx, Converted& out, std::size_t& n_context) {
+  out.allocated = false;
   out.clear(64);
   for (ggml_tensor* t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) out.add(t);
   n_context = out.ggml.size();

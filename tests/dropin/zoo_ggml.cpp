@@ -782,12 +782,13 @@ const std::array<Contender, 4> kContenders = {{
 struct PairedMeans {
   struct Sums {
     int n = 0;
-    // reserve ggml, reserve best, alloc ggml, alloc best (each / stock), alloc shared / best
-    std::array<double, 5> log_ratio{};
-    std::array<double, 5> worst{};
+    // reserve ggml, reserve best, alloc ggml, alloc best, alloc again ggml, alloc again best
+    // (each / stock), alloc shared / best
+    std::array<double, 7> log_ratio{};
+    std::array<double, 7> worst{};
   };
   std::map<std::string, Sums> families;
-  void add(const std::string& family, const std::array<double, 5>& ratios) {
+  void add(const std::string& family, const std::array<double, 7>& ratios) {
     for (const std::string& key : {family, std::string("all")}) {
       Sums& sums = families[key];
       sums.n += 1;
@@ -799,8 +800,8 @@ struct PairedMeans {
   }
   void print() const {
     std::printf("\ngeometric means (worst) of galloc / stock, graphs where stock takes >= 10 us:\n");
-    std::printf("%-10s %4s %15s %15s %15s %15s %15s\n", "family", "n", "ggml reserve", "best reserve", "ggml alloc",
-                "best alloc", "shared / best");
+    std::printf("%-10s %4s %15s %15s %15s %15s %15s %15s %15s\n", "family", "n", "ggml reserve", "best reserve",
+                "ggml alloc", "best alloc", "ggml again", "best again", "shared / best");
     for (const auto& [family, sums] : families) {
       std::printf("%-10s %4d", family.c_str(), sums.n);
       for (std::size_t k = 0; k < sums.log_ratio.size(); ++k) {
@@ -813,9 +814,11 @@ struct PairedMeans {
 
 // Reserves `graph` with every contender by turns (the first of each turn rotates), REPETITIONS
 // turns, then allocates it the same way, each alloc from the state the tensors of `fresh` had
-// before. A ratio is the median over the turns of galloc's time / stock's in the same turn, so
-// that a busy machine slows both sides of it. False when a reserve fails, `ggml` does not give
-// stock's buffer or the shared `best` does not report `best`'s need.
+// before; then allocates it again the same way, each contender timed on the graph it has just
+// allocated (the usual ggml loop). A ratio is the median over the turns of galloc's time /
+// stock's in the same turn, so that a busy machine slows both sides of it. False when a
+// reserve fails, `ggml` does not give stock's buffer or the shared `best` does not report
+// `best`'s need.
 bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<ggml_tensor*>& fresh,
                 ggml_backend_buffer_type& fake, int repetitions, std::size_t bound, PairedMeans& means) {
   const FreshTensors before(fresh);
@@ -827,7 +830,7 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
     gallocs[c] = kContenders[c].make(&fake);
     if (kContenders[c].shared) check(paired_share_end(), "share group");
   }
-  std::array<std::vector<double>, n> reserve_us, alloc_us;
+  std::array<std::vector<double>, n> reserve_us, alloc_us, again_us;
   auto timed = [](auto&& call) {
     const auto t0 = std::chrono::steady_clock::now();
     const bool ok = call();
@@ -865,6 +868,16 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
       alloc_us[c].push_back(us);
     }
   }
+  for (int r = 0; r < repetitions && ok; ++r) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t c = (static_cast<std::size_t>(r) + k) % n;
+      before.restore();
+      check(kContenders[c].alloc(gallocs[c], graph), name + ": " + kContenders[c].name + ": alloc_graph");
+      const double us = timed([&] { return kContenders[c].alloc(gallocs[c], graph); });
+      check(us >= 0, name + ": " + kContenders[c].name + ": alloc_graph again");
+      again_us[c].push_back(us);
+    }
+  }
   before.restore();
   for (std::size_t c = 0; c < n; ++c) kContenders[c].release(gallocs[c]);
   if (!ok) return false;
@@ -874,13 +887,15 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
     for (std::size_t r = 0; r < us[base].size(); ++r) turns.push_back(us[c][r] / us[base][r]);
     return median(turns);
   };
-  const std::array<double, 5> ratios = {ratio(reserve_us, 1), ratio(reserve_us, 2), ratio(alloc_us, 1),
-                                        ratio(alloc_us, 2), ratio(alloc_us, 3, 2)};
+  const std::array<double, 7> ratios = {ratio(reserve_us, 1), ratio(reserve_us, 2), ratio(alloc_us, 1),
+                                        ratio(alloc_us, 2),   ratio(again_us, 1),   ratio(again_us, 2),
+                                        ratio(alloc_us, 3, 2)};
   std::printf(
       "pair %s nodes=%d bound=%zu buffer stock=%zu ggml=%zu best=%zu | reserve us stock=%.1f ggml=%.2fx "
-      "best=%.2fx | alloc us stock=%.1f ggml=%.2fx best=%.2fx | shared/best alloc %.2fx\n",
+      "best=%.2fx | alloc us stock=%.1f ggml=%.2fx best=%.2fx | again us stock=%.1f ggml=%.2fx best=%.2fx | "
+      "shared/best alloc %.2fx\n",
       name.c_str(), ggml_graph_n_nodes(graph), bound, buffer[0], buffer[1], buffer[2], median(reserve_us[0]), ratios[0],
-      ratios[1], median(alloc_us[0]), ratios[2], ratios[3], ratios[4]);
+      ratios[1], median(alloc_us[0]), ratios[2], ratios[3], median(again_us[0]), ratios[4], ratios[5], ratios[6]);
   std::fflush(stdout);
   if (median(reserve_us[0]) >= 10 && median(alloc_us[0]) >= 10) means.add(name.substr(0, name.find('-')), ratios);
   return true;
