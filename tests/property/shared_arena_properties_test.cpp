@@ -4,13 +4,20 @@
 //     plus its planned offset;
 //   - executing the graph in that real memory gives, node by node and for every output, the
 //     bytes of executing it with no reuse (property/interpreter.hpp), also when the graph reads
-//     the previous member's output where it lies in the arena.
+//     the previous member's output where it lies in the arena;
+//   - members allocate their graphs again, switch to another graph and reserve it between runs
+//     (as llama.cpp reserves a larger batch), also between one member's alloc and the alloc of
+//     the member that reads its output: what is read still holds the bytes its writer left.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "galloc/galloc.hpp"
@@ -121,6 +128,103 @@ RC_GTEST_PROP(SharedArenaProperties, MembersRunInAnyOrderLikeUnshared, ()) {
     if (!report.ok) RC_FAIL("member " + std::to_string(m) + ": " + report.failure);
     previous = m;
   }
+}
+
+// The previous member's largest planned tensor that is at least as large as `read`, as it lies
+// now: where `read` points (null when there is none).
+void point_at_largest(const BuiltCase& previous, const GraphAllocator& allocator, Tensor& read) {
+  read.data = nullptr;
+  const Plan& plan = *allocator.plan();
+  for (std::size_t t = 0; t < previous.graph.tensors.size(); ++t) {
+    const Tensor& tensor = previous.graph.tensors[t];
+    if (plan.tensors[t].planned() && tensor_nbytes(tensor) >= tensor_nbytes(read) && tensor.data != nullptr) {
+      read.data = tensor.data;
+    }
+  }
+}
+
+RC_GTEST_PROP(SharedArenaProperties, ReservesBetweenRunsKeepWhatIsRead, ()) {
+  const int member_count = *rc::gen::inRange(2, 5).as("members");
+  // Per step: the member that runs, the graph it runs (of its two), and a member that reserves
+  // its other graph first, between the previous member's run and this one (-1: none; not the
+  // previous member itself: reserving again ends its own output, as in a buffer of its own).
+  const auto steps =
+      *rc::gen::container<std::vector<std::tuple<int, int, int>>>(
+           *rc::gen::inRange(2, 12), rc::gen::tuple(rc::gen::inRange(0, member_count), rc::gen::inRange(0, 2),
+                                                    rc::gen::inRange(-1, member_count)))
+           .as("steps (member, graph, reserving)");
+  const std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>().as("fill seed");
+
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "property");
+  std::vector<std::array<BuiltCase, 2>> cases;
+  std::vector<std::array<TensorId, 2>> carried;
+  std::vector<GraphAllocator> members;
+  std::vector<int> current;  // the graph each member reserved last
+  for (int m = 0; m < member_count; ++m) {
+    cases.push_back({build_case(*gen_graph_desc()), build_case(*gen_graph_desc())});
+    carried.push_back({add_carried_reader(cases.back()[0]), add_carried_reader(cases.back()[1])});
+    // every buffer id of either graph on the one buffer type: one allocator, one membership
+    const std::size_t ids = std::max(cases.back()[0].per_id.size(), cases.back()[1].per_id.size());
+    members.emplace_back(std::vector<const BufferType*>(ids, &cpu));
+    RC_ASSERT(members.back().join(0, arena, "member " + std::to_string(m)).is_ok());
+    for (const BuiltCase& c : cases.back()) {
+      const Status planned = members.back().measure(c.graph, c.assignment()).status();
+      if (!planned) RC_DISCARD("the case does not plan: " + planned.message());
+    }
+    RC_ASSERT(members.back().reserve(cases.back()[0].graph, cases.back()[0].assignment()).is_ok());
+    current.push_back(0);
+  }
+
+  int previous = -1;
+  bool reserved_between = false;  // a reserve came between a writer and its reader
+  for (const auto& [m, graph, reserving] : steps) {
+    auto reserve_other = [&](int r) {
+      current[static_cast<std::size_t>(r)] = 1 - current[static_cast<std::size_t>(r)];
+      const BuiltCase& c =
+          cases[static_cast<std::size_t>(r)][static_cast<std::size_t>(current[static_cast<std::size_t>(r)])];
+      const Status reserved = members[static_cast<std::size_t>(r)].reserve(c.graph, c.assignment());
+      RC_ASSERT_FALSE(!reserved.is_ok());
+    };
+    // The previous member's output that this one reads, and its bytes as the writer left them.
+    BuiltCase& c = cases[static_cast<std::size_t>(m)][static_cast<std::size_t>(graph)];
+    Tensor& read = c.graph[carried[static_cast<std::size_t>(m)][static_cast<std::size_t>(graph)]];
+    read.data = nullptr;
+    if (previous >= 0 && previous != m) {
+      const auto p = static_cast<std::size_t>(previous);
+      point_at_largest(cases[p][static_cast<std::size_t>(current[p])], members[p], read);
+    }
+    std::vector<std::byte> written;
+    if (read.data != nullptr) {
+      written.resize(tensor_nbytes(read));
+      std::memcpy(written.data(), read.data, written.size());
+    }
+    const bool between = reserving >= 0 && reserving != m && reserving != previous;
+    if (between) reserve_other(reserving);
+    if (graph != current[static_cast<std::size_t>(m)]) reserve_other(m);
+
+    GraphAllocator& member = members[static_cast<std::size_t>(m)];
+    const Status allocated = member.alloc(c.graph);
+    RC_ASSERT_FALSE(!allocated.is_ok());
+    reserved_between = reserved_between || (between && read.data != nullptr);
+    if (read.data != nullptr) {
+      RC_ASSERT(std::memcmp(written.data(), read.data, written.size()) == 0);
+    }
+    const std::vector<Buffer*> chunks = member.chunks(0);
+    ChunkBases bases(1);
+    const Plan& plan = *member.plan();
+    bases[0].assign(chunks.size(), nullptr);
+    for (std::size_t t = 0; t < c.graph.tensors.size(); ++t) {
+      const TensorPlacement& slot = plan.tensors[t];
+      const Tensor& tensor = c.graph.tensors[t];
+      if (!slot.planned() || tensor.has_memory || tensor.is_view() || tensor.data == nullptr) continue;
+      bases[0][static_cast<std::size_t>(slot.chunk)] = static_cast<std::byte*>(tensor.data) - slot.offset;
+    }
+    const ExecutionReport report = execute_in_place(c.graph, plan, bases, seed);
+    if (!report.ok) RC_FAIL("member " + std::to_string(m) + ": " + report.failure);
+    previous = m;
+  }
+  RC_TAG(reserved_between ? "a reserve between a writer and its reader" : "no reserve between");
 }
 
 }  // namespace

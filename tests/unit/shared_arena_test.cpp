@@ -255,6 +255,79 @@ TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
   EXPECT_TRUE(second.alloc(c.graph()).is_ok());
 }
 
+// A member whose graph reads what only its own last placement held (another member has taken
+// it over since) places itself again: its own earlier tensors are not another member's output.
+TEST(SharedArena, AReadOfTheMembersOwnTakenOverPlacementIsNoStaleRead) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "own");
+  Producer p = producer(1000);
+  GraphAllocator first({&cpu}), intruder({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(intruder.join(0, arena, "intruder").is_ok());
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  auto* base = first.chunks(0).at(0)->base();
+  auto* output = static_cast<std::byte*>(p.graph()[p.o].data);
+  const Bytes output_bytes = tensor_nbytes(p.graph()[p.o]);
+  const Bytes cut = (static_cast<Bytes>(output - base) + output_bytes / 2) / 64 * 64;
+  GgmlLikeBuilder big;
+  big.expand_output(big.input_with_size(cut));
+  ASSERT_TRUE(intruder.alloc(big.graph()).is_ok());
+
+  // The producer's allocator, now with a graph that names its own earlier output.
+  Consumer c = consumer(static_cast<std::int64_t>(output_bytes / 4), 10);
+  c.graph()[c.carried].data = output;
+  const Status s = first.alloc(c.graph());
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  EXPECT_TRUE(first.check_allocation().is_ok());
+}
+
+// A reserve between runs that grows the arena, between one member's alloc and the alloc of
+// the member reading its output, keeps that output: the old chunk is retired until the
+// producer has placed again.
+TEST(SharedArena, AReserveBetweenRunsKeepsWhatTheNextMemberReads) {
+  CpuBufferType cpu(64);
+  auto arena = std::make_shared<SharedArena>(cpu, "between");
+  Producer p = producer(1000), large = producer(20000);
+  Consumer c = consumer(1000, 1200);
+  GraphAllocator first({&cpu}), other({&cpu}), second({&cpu});
+  ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
+  ASSERT_TRUE(other.join(0, arena, "other").is_ok());
+  ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
+  ASSERT_TRUE(first.reserve(p.graph()).is_ok());
+  ASSERT_TRUE(second.reserve(c.graph()).is_ok());
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  compute(p.graph(), *first.plan(), 0x5A);
+
+  ASSERT_TRUE(other.reserve(large.graph()).is_ok());  // grows the arena
+  EXPECT_EQ(arena->buffers().size(), 2u) << "the producer's chunk is retired, not freed";
+  Graph& cg = c.graph();
+  cg[c.carried].data = p.graph()[p.o].data;
+  ASSERT_TRUE(second.alloc(cg).is_ok());
+  compute(cg, *second.plan(), 0x21);
+  EXPECT_TRUE(all_bytes(cg[c.carried].data, tensor_nbytes(cg[c.carried]), 0x5A));
+
+  // Once the producer has placed again, nothing points into the retired chunk: it goes.
+  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
+  EXPECT_EQ(arena->buffers().size(), 1u);
+  ASSERT_TRUE(other.alloc(large.graph()).is_ok());
+  EXPECT_EQ(arena->buffers().size(), 1u);
+}
+
+// A reserve between runs when no other member holds memory in the chunk frees it first, as
+// ggml does.
+TEST(SharedArena, AReserveBetweenRunsWithNothingOfOthersFreesFirst) {
+  NullBufferType type(64);
+  auto arena = std::make_shared<SharedArena>(type, "first");
+  Producer small = producer(1000), large = producer(100000);
+  GraphAllocator a({&type}), b({&type});
+  ASSERT_TRUE(a.join(0, arena).is_ok());
+  ASSERT_TRUE(b.join(0, arena).is_ok());
+  ASSERT_TRUE(a.reserve(small.graph()).is_ok());
+  ASSERT_TRUE(b.reserve(large.graph()).is_ok());
+  EXPECT_EQ(type.peak_bytes(), *b.buffer_size(0));
+  EXPECT_EQ(arena->buffers().size(), 1u);
+}
+
 // An adapter that names the tensors of its graph lying in an arena (AllocSink::tensors_in_arena,
 // as the ggml drop-in does) gets the same as one that does not: what the member reads is kept,
 // and a read of memory another member took over since is an error.
