@@ -14,6 +14,10 @@ LEGACY_SPEC   := whisper.rn@0.4.0-rc.8
 GGML_UPSTREAM := $(GGML_CACHE)/upstream
 GGML_SEED     := $(GGML_CACHE)/seed
 GGML_LEGACY   := $(GGML_CACHE)/legacy
+# The same ggml as GGML_UPSTREAM built with AddressSanitizer, for the drop-in's shared-arena
+# tests under make asan-test.
+GGML_SANITIZED := $(GGML_CACHE)/upstream-asan
+SANITIZED_FLAGS := -fsanitize=address -fno-omit-frame-pointer
 # The one-file drop-in's builds inside the npm packages' ggml, as shipped (tests/amalgamation).
 PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 
@@ -44,6 +48,8 @@ ggml: deps
 	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_UPSTREAM)
 	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(SEED_SPEC) $(GGML_SEED)
 	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(LEGACY_SPEC) $(GGML_LEGACY)
+	@GALLOC_DROPIN_SOURCE= GALLOC_GGML_EXTRA_CFLAGS="$(SANITIZED_FLAGS)" \
+	  integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_SANITIZED)
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -66,9 +72,9 @@ run: build
 	@$(BUILD)/bin/galloc render $(lastword $(RUN_GRAPHS)) --html out/report.html
 	@echo "wrote out/report.html (open it in a browser)"
 
-# Unit, C API, consumer, differential and amalgamation tests; then the unit tests under
-# ASan + UBSan and under TSan (shared arenas are used from several threads), and built with
-# clang++.
+# Unit, C API, consumer, differential and amalgamation tests; then the unit tests and the
+# drop-in's shared-arena tests under ASan + UBSan, the unit tests under TSan (shared arenas are
+# used from several threads), and built with clang++.
 test: ggml
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -76,10 +82,15 @@ test: ggml
 	@$(MAKE) --no-print-directory tsan-test
 	@$(MAKE) --no-print-directory clang-test
 
+# With the sanitized ggml (make ggml), the drop-in's shared-arena tests run under ASan too.
+SANITIZED_READY = $(wildcard $(GGML_SANITIZED)/libggml-stock.a)
 asan-test: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGALLOC_SANITIZE=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null
-	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
-	@cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGALLOC_SANITIZE=ON -DGALLOC_BUILD_TOOLS=OFF \
+	  -DGALLOC_GGML_SANITIZED_DIR=$(if $(SANITIZED_READY),$(GGML_SANITIZED),) \
+	  "-DGALLOC_GGML_SANITIZED_FLAGS=$(SANITIZED_FLAGS)" >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test \
+	  $(if $(SANITIZED_READY),galloc_dropin_sanitized,)
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L "unit|dropin-sanitized"
 
 tsan-test: deps
 	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_SANITIZE_THREAD=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null

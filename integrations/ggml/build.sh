@@ -375,7 +375,8 @@ run_smoke() {
     # the 2023 ggml (ggml_allocr_*, no ggml-cpu.h) has a smoke test of its own API
     grep -q ggml_allocr_new "$SRC/ggml-alloc.h" && source=smoke_test_legacy.c
     package_rename "$SCRIPT_DIR/$source" "$OUT_DIR/smoke_test.c"
-    if ! "$CC" -std=c11 -O1 -Wall -Wextra "$OUT_DIR/smoke_test.c" -I "$OUT_DIR/include" \
+    # EXTRA_FLAGS too: a sanitizer's runtime must be linked as the library was compiled
+    if ! "$CC" -std=c11 -O1 -Wall -Wextra "${EXTRA_FLAGS[@]}" "$OUT_DIR/smoke_test.c" -I "$OUT_DIR/include" \
             -o "$exe" -Wl,--start-group "$lib" "$@" -Wl,--end-group -lstdc++ -lpthread -lm -ldl >"$log" 2>&1; then
         tail -n 30 "$log" >&2; die "smoke test ($name) failed to compile/link; log: $log"
     fi
