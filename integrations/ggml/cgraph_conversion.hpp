@@ -235,10 +235,7 @@ struct Converted {
   // set on the tensor. Conversions keep it by tensor across a change of topology.
   bool track_own = false;
   std::vector<OwnPlacement> own;
-  // Per tensor id, the address each tensor the last alloc_graph visited held when it was done
-  // (null for the others), and whether that alloc may be taken as the next one's when the
-  // graph is allocated again with nothing moved (allocated_again).
-  std::vector<void*> placed_data;
+  // Whether the last alloc_graph allocated this conversion's graph (see allocated_again).
   bool allocated = false;
 
   [[gnu::always_inline]] TensorId add(ggml_tensor* t) {
@@ -500,9 +497,10 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
 }
 
 // Whether `cgraph` is the graph of the last conversion (the same lists and edges), allocated
-// by the last alloc_graph (Converted::allocated) and with every tensor that alloc visited still
-// at the address it left: the usual ggml loop, one graph allocated again and again. Upstream
-// then places nothing (every tensor has memory) and neither does alloc_graph.
+// by the last alloc_graph (Converted::allocated), with every tensor still holding memory (a
+// view: a buffer, or a source without one): the usual ggml loop, one graph allocated again
+// and again. Upstream then places nothing, and neither would the walk: the tensors the
+// graph reads all have memory, which it keeps, as upstream does.
 bool allocated_again(const ggml_cgraph* cgraph, const Converted& out) {
   if (!out.allocated || !out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
       static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
@@ -518,7 +516,6 @@ bool allocated_again(const ggml_cgraph* cgraph, const Converted& out) {
   // In id order, each tensor is reached from the lists through edges already compared, so
   // every pointer followed is one of this graph's.
   const Converted::Edges* const all_edges = out.edges.data();
-  void* const* const placed = out.placed_data.data();
   const std::size_t n = out.ggml.size(), listed = out.listed;
   for (std::size_t i = 0; i < n; ++i) {
     const ggml_tensor* const t = ggml[i];
@@ -528,7 +525,10 @@ bool allocated_again(const ggml_cgraph* cgraph, const Converted& out) {
         if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
       }
     }
-    if (t->view_src != edges[GGML_MAX_SRC] || (placed[i] != nullptr && t->data != placed[i])) return false;
+    const ggml_tensor* const view_src = t->view_src;
+    if (view_src != edges[GGML_MAX_SRC]) return false;
+    // what the walk would place: a tensor without memory, a view not initialised yet
+    if (view_src == nullptr ? t->data == nullptr : t->buffer == nullptr && view_src->buffer != nullptr) return false;
   }
   return true;
 }
@@ -569,8 +569,10 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   out.allocated = false;  // until an alloc_graph of this conversion succeeds
   galloc::Status status;
   const bool search = !arena_buffers.empty() && arenas == Arenas::kSearch;
-  if (out.track_own ? reconvert_same_topology<true>(cgraph, out, arena_buffers, search, status)
-                    : reconvert_same_topology<false>(cgraph, out, arena_buffers, false, status)) {
+  // Unsearched (Arenas::kUnchanged), nothing was placed in the arenas since this allocator's
+  // last alloc, which read nothing there: its placement stands, and its own tensors with it.
+  if (out.track_own && search ? reconvert_same_topology<true>(cgraph, out, arena_buffers, search, status)
+                              : reconvert_same_topology<false>(cgraph, out, arena_buffers, false, status)) {
     if (status && details != Details::kSkip) fill_details(out, details);
     return status;
   }

@@ -462,20 +462,13 @@ class InitTensors final : public galloc::AllocSink {
 
   galloc::Status place(TensorId id, const galloc::TensorAddress* address) override {
     ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
-    galloc::Status status = place_tensor(id, tensor, address);
-    // for allocated_again: what the tensor holds now (null: it has no address, the next alloc
-    // must look at it again)
-    galloc_->current.placed_data[static_cast<std::size_t>(id)] = tensor->data;
-    all_placed_ = all_placed_ && tensor->data != nullptr;
-    return status;
+    return place_tensor(id, tensor, address);
   }
 
   // convert_graph found them (none, unless the graph reads another member's output).
   [[nodiscard]] const std::vector<TensorId>* tensors_in_arena() const override { return &galloc_->current.in_arena; }
 
   [[nodiscard]] bool reserved() const { return reserved_; }
-  // Whether every tensor the walk visited has an address now.
-  [[nodiscard]] bool all_placed() const { return all_placed_; }
 
  private:
   galloc::Status place_tensor(TensorId id, ggml_tensor* tensor, const galloc::TensorAddress* address) {
@@ -507,7 +500,6 @@ class InitTensors final : public galloc::AllocSink {
 
   ggml_gallocr* galloc_;
   bool reserved_ = false;
-  bool all_placed_ = true;
 };
 
 }  // namespace
@@ -604,8 +596,8 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       return false;
     }
     Converted& current = galloc->current;
-    // The same graph again, every tensor where the last alloc left it, and buffers of its own:
-    // nothing moves, so nothing is placed (as upstream), only the buffers are reset.
+    // The same graph again, every tensor with memory, and buffers of its own: nothing is
+    // placed (as upstream), only the buffers are reset.
     if (galloc->arenas.empty() && allocated_again(graph, current)) {
       galloc->allocator->reset_buffers();
       return true;
@@ -618,7 +610,6 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
-    current.placed_data.assign(current.ggml.size(), nullptr);
     // The graph as converted lacks what only planning reads; InitTensors fills it in when
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
@@ -633,7 +624,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
-    current.allocated = init_tensors.all_placed();
+    current.allocated = true;
     log_arena_growth(galloc, __func__);
     if (!galloc->arenas.empty() && galloc->current.in_arena.empty()) {
       for (const auto& shared : galloc->arenas) galloc->quiet_generations.push_back(shared->arena.generation());
