@@ -86,23 +86,6 @@ void SharedArena::remove_member(MemberId member) {
   erase_where(last_placed_, [member](const auto& m) { return m.first == member; });
   erase_where(pending_moves_, [member](const auto& m) { return m.first == member; });
   erase_where(repeatable_places_, [member](const auto& m) { return m.first == member; });
-  free_retired(0, {});
-}
-
-bool SharedArena::others_in(const Buffer* chunk, MemberId member) const {
-  // What another member holds there, and where another member's tensors last went (its
-  // memory may have been taken over since, but its tensors still point there); the member's
-  // own memory too where it is not its last placement (its output that a reader moved).
-  if (std::any_of(owned_.begin(), owned_.end(), [&](const Owned& o) {
-        return o.chunk == chunk && (o.owner != member || !in_last_placement(member, o));
-      })) {
-    return true;
-  }
-  for (const auto& [id, regions] : last_placed_) {
-    if (id == member) continue;
-    if (std::any_of(regions.begin(), regions.end(), [chunk](const Owned& r) { return r.chunk == chunk; })) return true;
-  }
-  return false;
 }
 
 bool SharedArena::in_last_placement(MemberId member, const Owned& piece) const {
@@ -111,23 +94,6 @@ bool SharedArena::in_last_placement(MemberId member, const Owned& piece) const {
   return std::any_of(regions->begin(), regions->end(), [&piece](const Owned& r) {
     return r.chunk == piece.chunk && r.begin <= piece.begin && piece.end <= r.end;
   });
-}
-
-bool SharedArena::is_retired(const Buffer* chunk) const {
-  return std::any_of(retired_.begin(), retired_.end(), [chunk](const auto& r) { return r.get() == chunk; });
-}
-
-void SharedArena::free_retired(MemberId placing, const std::vector<Owned>& kept) {
-  for (auto it = retired_.begin(); it != retired_.end();) {
-    const Buffer* chunk = it->get();
-    if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; }) ||
-        others_in(chunk, placing)) {
-      ++it;
-      continue;
-    }
-    forget_chunk(chunk);
-    it = retired_.erase(it);
-  }
 }
 
 std::string SharedArena::describe(MemberId member) const {
@@ -222,8 +188,8 @@ void SharedArena::compose(std::vector<Move>& moves, const std::vector<Move>& lat
   }
 }
 
-Status SharedArena::kept_reads(MemberId member, const std::vector<AddressRange>& reads,
-                               std::vector<Owned>& kept) const {
+Status SharedArena::kept_reads(MemberId member, const std::vector<AddressRange>& reads, std::vector<Owned>& kept,
+                               bool skip_stale) const {
   kept.clear();
   for (const AddressRange& graph_read : reads) {
     if (graph_read.begin == graph_read.end) continue;
@@ -233,7 +199,7 @@ Status SharedArena::kept_reads(MemberId member, const std::vector<AddressRange>&
     const Owned* owner = owner_of(*piece);
     // The member's own last placement, taken over since: it is placed again, not read (as in
     // a buffer of its own, its earlier tensors are not kept).
-    if (owner == nullptr && in_last_placement(member, *piece)) continue;
+    if (owner == nullptr && (skip_stale || in_last_placement(member, *piece))) continue;
     if (owner == nullptr) {
       kept.clear();
       return failed_precondition(
@@ -333,8 +299,8 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
   generation_.fetch_add(1, std::memory_order_release);
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
   std::vector<Owned> kept;
-  if (Status s = kept_reads(member, reads, kept); !s && keep_reads) return s;
-  // (without keep_reads, sizing only: a stale read is the alloc's to report, and kept is empty)
+  // Without keep_reads (a reserve between runs) a stale read is the alloc's to report.
+  GALLOC_RETURN_IF_ERROR(kept_reads(member, reads, kept, /*skip_stale=*/!keep_reads));
   carried = align_up(carried, alignment);
   for (const Owned& k : kept) carried += align_up(k.end - k.begin, alignment);
   std::vector<Move>& pending = *entry_of(pending_moves_, member);
@@ -342,7 +308,7 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
     const Bytes want = std::max(needs[c], std::min(needs[c] + carried, type_.max_size()));
     if (c < chunks_.size() && chunks_[c]->size() >= want) continue;
     std::vector<Owned> in_chunk;
-    if (keep_reads && c < chunks_.size()) {
+    if (c < chunks_.size()) {
       for (const Owned& k : kept) {
         if (k.chunk == chunks_[c].get()) in_chunk.push_back(k);
       }
@@ -352,11 +318,7 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
       if (!regrown) return regrown.status();
       if (*regrown) continue;
     }
-    // A reserve between runs may come between another member's alloc and the alloc of the
-    // member reading its output: what others hold stays, in the old chunk, retired. From an
-    // alloc, nothing of other members but what it reads is valid any more (the contract).
-    const bool others_wait = !keep_reads && c < chunks_.size() && others_in(chunks_[c].get(), member);
-    GALLOC_RETURN_IF_ERROR(grow_chunk(c, want, /*keep_old=*/!in_chunk.empty() || others_wait));
+    GALLOC_RETURN_IF_ERROR(grow_chunk(c, want, /*keep_old=*/!in_chunk.empty()));
   }
   return Status::ok();
 }
@@ -386,10 +348,15 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
   placement.chunks.clear();
   placement.moves.clear();
   placement.moves.swap(*entry_of(pending_moves_, member));
-  // The member is placed again: what it held in retired chunks is nobody's now.
-  if (!retired_.empty()) {
-    erase_where(owned_, [&](const Owned& o) { return o.owner == member && is_retired(o.chunk); });
-    free_retired(member, kept);
+  // Retired chunks are freed once nothing kept lies in them.
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    const Buffer* chunk = it->get();
+    if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
+      ++it;
+      continue;
+    }
+    forget_chunk(chunk);
+    it = retired_.erase(it);
   }
 
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);

@@ -46,15 +46,13 @@
 //     threads. One arena's bookkeeping is guarded by a mutex, so members may join and leave from
 //     any thread.
 //   - Growing frees the old chunk before allocating the larger one (never both at once, as
-//     ggml), except where tensors that are still valid lie in it:
-//       - in an alloc, what the member reads is copied to the new chunk's end (host memory),
-//         or, where memory cannot be read from here, read where it lies in the old chunk,
-//         retired until nothing reads it; other members' tensors are not valid any more (the
-//         contract), and each member places its own again at its next alloc;
-//       - in a reserve between runs (not from alloc), which may come between one member's
-//         alloc and the alloc of the member that reads its output, the old chunk is retired
-//         when other members hold memory or were last placed there: kept until each of them
-//         has placed again or left, and what is read from it is read where it lies.
+//     ggml). What the growing member reads of other members' memory is copied to the new
+//     chunk's end (host memory) or, where memory cannot be read from here, read where it lies
+//     in the old chunk, retired until nothing reads it; this holds for a reserve called
+//     directly as for one an alloc makes. Everything else the old chunk held is gone: a reserve
+//     between one member's alloc and the alloc of a third member that reads its output ends that
+//     output (reserve before the sequence starts, as whisper.cpp and llama.cpp do, or let alloc
+//     reserve). Members place their own tensors again at their next alloc.
 #pragma once
 
 #include <atomic>
@@ -121,8 +119,10 @@ class SharedArena {
   // Makes chunk i at least needs[i] bytes, plus room for what the member reads: `carried`
   // bytes that have no address yet, and those of `reads` (as for place) that lie in the arena.
   // Nothing is placed. A grown chunk's contents are gone, and so is what members held there,
-  // except, with `keep_reads` (an alloc about to read them), the ranges of `reads`: they are
-  // moved into the new chunk (reported by the member's next place) or their chunk is retired.
+  // except the ranges of `reads` that are another member's: they are moved into the new chunk
+  // (reported by the member's next place) or their chunk is retired. With `keep_reads` (an
+  // alloc about to read them) a read of memory no member holds any more fails the reserve;
+  // without, it is left for the alloc to report.
   Status reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads = {},
                  Bytes carried = 0, bool keep_reads = false);
   // Places `member`'s chunks of needs[i] bytes. `reads` are the memory-that-exists ranges of the
@@ -161,22 +161,14 @@ class SharedArena {
   };
   // The rest requires mutex_.
   // Grows chunk `chunk` to `size`, freeing the old one first, or retiring it (kept until
-  // free_retired) with `keep_old`.
+  // nothing kept lies in it) with `keep_old`.
   Status grow_chunk(std::size_t chunk, Bytes size, bool keep_old);
   // Grows chunk `chunk` to `size`, carrying the pieces of `keep` (in it, ascending, disjoint)
   // over to the new chunk's end: appends their moves. False, with nothing changed, when the
   // old chunk cannot be read from here.
   Result<bool> regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep, std::vector<Move>& moves);
-  // Whether tensors other than `member`'s own placed ones may still point into `chunk`: another
-  // member holds memory or was last placed there, or `member` holds memory there outside its
-  // last placement (its output that a reader moved).
-  [[nodiscard]] bool others_in(const Buffer* chunk, MemberId member) const;
   // Whether `piece` lies within `member`'s last placement.
   [[nodiscard]] bool in_last_placement(MemberId member, const Owned& piece) const;
-  [[nodiscard]] bool is_retired(const Buffer* chunk) const;
-  // Frees the retired chunks that nothing in `kept` lies in and that others_in(chunk, placing)
-  // does not hold (placing: the member being placed, or 0).
-  void free_retired(MemberId placing, const std::vector<Owned>& kept);
   // Copies the pieces of `keep` (in chunk `chunk`, ascending) to the chunk's end, packed: appends
   // their moves. False, with nothing changed, when the chunk cannot be read from here.
   bool move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves);
@@ -188,7 +180,9 @@ class SharedArena {
                     const std::vector<std::vector<std::byte>>& bytes, std::vector<Move>& moves);
   // Another member's memory that `member` reads, by chunk and offsets, in ascending order with
   // overlaps merged; an error for a read of memory no single member holds.
-  Status kept_reads(MemberId member, const std::vector<AddressRange>& reads, std::vector<Owned>& kept) const;
+  // With `skip_stale`, such a read is left out instead.
+  Status kept_reads(MemberId member, const std::vector<AddressRange>& reads, std::vector<Owned>& kept,
+                    bool skip_stale = false) const;
   // Where a read of the graph's addresses lies now, after the member's pending moves.
   [[nodiscard]] AddressRange current(MemberId member, AddressRange read) const;
   static void compose(std::vector<Move>& moves, const std::vector<Move>& later);
