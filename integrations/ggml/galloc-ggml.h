@@ -26,12 +26,13 @@
  * (ggml_gallocr_free, ggml_backend_sched_free). Every alloc places the graph's own tensors
  * again (those this allocator placed before, and its nodes), and views take their source's
  * current address, so the arena may put the member elsewhere than last time. When a shared
- * buffer grows in an alloc, the old memory is freed (what that alloc reads is carried over) and
- * other members' tensors, no longer valid, keep its handle, emptied, until their next alloc
- * places them again; when it grows in a reserve between runs, the old buffer is kept while
- * another member holds memory in it, until each such member has allocated again or been
- * freed. Reserving or measuring a graph that this allocator allocated before clears its
- * tensors' addresses until the next alloc.
+ * buffer grows (in a reserve or an alloc), its old memory is freed first and what the growing
+ * allocator's graph reads is carried over; other allocators' tensors keep the old buffer's
+ * handle, emptied, until their next alloc places them again. A graph reading another
+ * allocator's output that a third allocator's growth freed (it came between the writer's alloc
+ * and the reader's) fails its alloc with a message, instead of computing on freed memory.
+ * Reserving or measuring a graph that this allocator allocated before clears its tensors'
+ * addresses until the next alloc.
  *
  * ggml_gallocr_get_buffer_size keeps reporting each allocator's own need; the drop-in logs
  * the arena's size each time it grows. Packages that rename ggml's symbols (lm_ggml_,

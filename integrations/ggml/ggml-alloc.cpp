@@ -105,7 +105,10 @@ ggml_status view_init(ggml_tensor* tensor) {
 // but its ggml handle stays, emptied, until the arena goes: other members' tensors name it as
 // their buffer until their next alloc places them again, and ggml's scheduler reads a
 // tensor's buffer type before the allocator runs.
+// An alloc that reads another member's tensor in one of them fails instead of reading memory
+// that is gone.
 struct ReleasedHandles {
+  std::mutex mutex;  // for handles: chunks go under the arena's lock, readers take only this
   std::vector<ggml_backend_buffer_t> handles;
   std::size_t chunks = 0;  // allocated so far: `handles` has room for as many
   ReleasedHandles() = default;
@@ -131,7 +134,8 @@ class GgmlBuffer final : public galloc::Buffer {
     if (buffer_->iface.free_buffer != nullptr) buffer_->iface.free_buffer(buffer_);
     buffer_->iface = ggml_backend_buffer_i{};
     buffer_->context = nullptr;
-    buffer_->size = 0;                      // no base, no memory
+    buffer_->size = 0;  // no base, no memory
+    std::lock_guard lock(released_->mutex);
     released_->handles.push_back(buffer_);  // within the room allocate made: no allocation here
   }
   GgmlBuffer(const GgmlBuffer&) = delete;
@@ -197,7 +201,10 @@ class GgmlBufferType final : public galloc::BufferType {
     return ggml_backend_buft_get_alloc_size(buft_, &stand_in);
   }
   [[nodiscard]] galloc::Result<std::unique_ptr<galloc::Buffer>> allocate(Bytes size) const override {
-    if (released_ != nullptr) released_->handles.reserve(released_->chunks + 1);
+    if (released_ != nullptr) {
+      std::lock_guard lock(released_->mutex);
+      released_->handles.reserve(released_->chunks + 1);
+    }
     ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft_, static_cast<std::size_t>(size));
     if (buffer == nullptr) {
       return galloc::out_of_memory("failed to allocate " + name() + " buffer of size " + std::to_string(size));
@@ -306,12 +313,13 @@ std::string share_name() {
 // ------------------------------------------------------------------ ggml_gallocr
 
 struct ggml_gallocr {
-  std::vector<ggml_backend_buffer_type_t> bufts;       // per buffer id
-  std::vector<std::unique_ptr<GgmlBufferType>> types;  // per distinct buffer type
-  Converted current;                                   // the graph being planned or allocated
-  std::vector<std::shared_ptr<DropinArena>> arenas;    // the shared arenas it joined (before allocator)
-  std::vector<ggml_backend_buffer_t> arena_buffers;    // their buffers at the last alloc_graph
-  std::vector<std::uint64_t> arena_generations;        // per arena, when arena_buffers was made
+  std::vector<ggml_backend_buffer_type_t> bufts;        // per buffer id
+  std::vector<std::unique_ptr<GgmlBufferType>> types;   // per distinct buffer type
+  Converted current;                                    // the graph being planned or allocated
+  std::vector<std::shared_ptr<DropinArena>> arenas;     // the shared arenas it joined (before allocator)
+  std::vector<ggml_backend_buffer_t> arena_buffers;     // their buffers at the last alloc_graph
+  std::vector<ggml_backend_buffer_t> released_buffers;  // of those, the released ones
+  std::vector<std::uint64_t> arena_generations;         // per arena, when arena_buffers was made
   // Per arena, its generation after the last alloc_graph, if that graph had no tensor in the
   // arenas (empty otherwise). Only another member's alloc puts tensors there, and it changes
   // the generation: while the generations stay, a graph of the same topology has none there
@@ -374,13 +382,20 @@ void refresh_arena_buffers(ggml_gallocr* galloc) {
   if (!changed) return;
   galloc->arena_buffers.clear();
   galloc->arena_generations.clear();
+  galloc->released_buffers.clear();
   for (const auto& shared : galloc->arenas) {
     // the generation first: a change after it is seen at the next alloc_graph
     galloc->arena_generations.push_back(shared->arena.generation());
     for (const galloc::Buffer* buffer : shared->arena.buffers()) {
       galloc->arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
     }
+    std::lock_guard lock(shared->released.mutex);
+    galloc->released_buffers.insert(galloc->released_buffers.end(), shared->released.handles.begin(),
+                                    shared->released.handles.end());
   }
+  // the conversion places a node of this graph found there again, as in the arena's buffers
+  galloc->arena_buffers.insert(galloc->arena_buffers.end(), galloc->released_buffers.begin(),
+                               galloc->released_buffers.end());
 }
 
 // Whether each of the allocator's arenas is at the generation `generations` gives (none given:
@@ -462,6 +477,17 @@ class InitTensors final : public galloc::AllocSink {
 
   galloc::Status place(TensorId id, const galloc::TensorAddress* address) override {
     ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
+    // Another member's tensor in memory the arena freed when it grew (a reserve came between
+    // its writer's alloc and this one): never computed on. The allocator's own were placed
+    // again by the conversion.
+    const std::vector<ggml_backend_buffer_t>& released = galloc_->released_buffers;
+    if (!released.empty() && std::find(released.begin(), released.end(), memory_buffer(tensor)) != released.end()) {
+      return galloc::failed_precondition(
+          std::string("tensor '") + tensor->name + "'" +
+          (tensor->view_src != nullptr ? std::string(" (a view of '") + tensor->view_src->name + "')" : "") +
+          " lies in memory that the shared compute buffer freed when it grew: a reserve or alloc of another "
+          "allocator came between its writer's alloc and this one. Allocate its writer's graph again first");
+    }
     return place_tensor(id, tensor, address);
   }
 

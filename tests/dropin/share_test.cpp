@@ -7,6 +7,8 @@
 //   - an allocator whose graphs read nothing from the shared buffer for a while, and so is not
 //     searched for what it reads (a decoder, token after token), still finds the other
 //     allocator's output that a graph of another topology reads;
+//   - a reserve that grows the shared buffer between the producer's alloc and the alloc of its
+//     reader (another violation) makes the reader's alloc fail instead of reading freed memory;
 //   - each allocator reports its own need, and the share group calls reject misuse.
 // Links against libggml-galloc.a; prints "ok" and exits 0, or says what failed and exits 1.
 #include <cmath>
@@ -133,6 +135,7 @@ int main() {
   ggml_gallocr_t consumer_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t large_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t reader_alloc = ggml_gallocr_new(buft);
+  ggml_gallocr_t grower_alloc = ggml_gallocr_new(buft);
   check(galloc_ggml_share_end(), "share_end");
   ggml_gallocr_t alone = ggml_gallocr_new(buft);  // after the group: a buffer of its own
 
@@ -198,6 +201,32 @@ int main() {
     std::printf("3: the reader's small graph %s the producer's output\n", overlaps ? "took over" : "kept clear of");
   }
 
+  // 4. a violation: another allocator's reserve grows the shared buffer between the producer's
+  // alloc and the alloc of the graph reading its output, so the output is gone. The reader's
+  // alloc fails instead of computing on freed memory; after the producer runs again, it works.
+  check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer (4)");
+  set_values(producer.x, 1.0f);
+  check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer (4)");
+  {
+    ggml_context* ctx = new_context();
+    ggml_tensor* z = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 64 * kElements);
+    ggml_set_input(z);
+    ggml_cgraph* gf = graph_of(ctx, ggml_sqr(ctx, ggml_sqr(ctx, z)));
+    check(ggml_gallocr_reserve(grower_alloc, gf), "reserve a graph larger than the shared buffer");
+    ggml_free(ctx);
+  }
+  {
+    Reader reader(producer.out);
+    check(!ggml_gallocr_alloc_graph(consumer_alloc, reader.gf),
+          "a read of the producer's output after another allocator's reserve freed it must fail");
+    check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer again (4)");
+    set_values(producer.x, 1.0f);
+    check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer again (4)");
+    check(ggml_gallocr_alloc_graph(consumer_alloc, reader.gf), "alloc the reader after the producer ran (4)");
+    check(reader.computes_exactly(cpu), "the reader computes 3x + i*i once the producer ran again");
+  }
+
+  ggml_gallocr_free(grower_alloc);
   ggml_gallocr_free(producer_alloc);
   ggml_gallocr_free(reader_alloc);
   ggml_gallocr_free(consumer_alloc);
