@@ -94,11 +94,28 @@ std::vector<std::string> run_llama(llama_context* ctx) {
   return lines;
 }
 
+// A shared compute buffer that grew released its old memory but keeps the old handle, emptied
+// (size 0), until its arena goes (the drop-in's shared arenas): that memory is no longer held.
+void forget_released() {
+  ComputeMemory& m = memory();
+  for (auto it = m.compute.begin(); it != m.compute.end();) {
+    const size_t size = m.sizes[it->first];
+    if (!it->second || size == 0 || ggml_backend_buffer_get_size(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    m.live -= size;
+    m.sizes.erase(it->first);
+    it = m.compute.erase(it);
+  }
+}
+
 }  // namespace
 
 extern "C" {
 
 ggml_backend_buffer_t __wrap_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+  forget_released();
   ggml_backend_buffer_t buffer = __real_ggml_backend_buft_alloc_buffer(buft, size);
   if (buffer != nullptr) memory().sizes[buffer] = size;
   return buffer;
@@ -145,6 +162,7 @@ int main(int argc, char** argv) {
   wp.use_gpu = false;
   whisper_context* whisper = whisper_init_from_file_with_params(whisper_path.c_str(), wp);
   if (whisper == nullptr) fail("cannot load " + whisper_path);
+  forget_released();
   const size_t after_whisper = memory().live;
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
@@ -157,6 +175,7 @@ int main(int argc, char** argv) {
   if (share && !galloc_ggml_share_end()) fail("galloc_ggml_share_end");
   // what each one's reserve took: with sharing, llama.cpp's only what it needs beyond whisper's
   std::printf("size app.whisper.compute_reserved %zu\n", after_whisper);
+  forget_released();
   std::printf("size app.llama.compute_reserved %zu\n", memory().live - after_whisper);
 
   const std::vector<float> pcm = synthetic_pcm(4 * WHISPER_SAMPLE_RATE);
@@ -176,6 +195,7 @@ int main(int argc, char** argv) {
   llama_model_free(model);
   whisper_free(whisper);
   llama_backend_free();
+  forget_released();
   std::printf("size app.compute_peak %zu\n", memory().peak);
   if (memory().live != 0) fail(std::to_string(memory().live) + " bytes of compute buffers left after freeing both");
   std::printf("done\n");

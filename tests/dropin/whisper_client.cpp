@@ -139,6 +139,20 @@ void flush_lines() {
   capture().lines.clear();
 }
 
+// A shared compute buffer that grew released its old memory but keeps the old handle, emptied
+// (size 0), until its arena goes (the drop-in's shared arenas): that memory is no longer held.
+void forget_released() {
+  Capture& c = capture();
+  for (auto it = c.compute_buffers.begin(); it != c.compute_buffers.end();) {
+    if (it->second == 0 || ggml_backend_buffer_get_size(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    c.compute_live -= it->second;
+    it = c.compute_buffers.erase(it);
+  }
+}
+
 // --------------------------------------------------------------------------- the run
 bool g_share = false;
 bool g_reserve_only = false;  // stop after whisper_init: the four graphs are reserved, none run
@@ -190,6 +204,7 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
     tokens = {argmax(logits, n_vocab)};
   }
   whisper_free(ctx);
+  forget_released();
   // galloc's `best` may hold less than stock: these are `size` lines, compared as such
   std::printf("size whisper.%s.compute_allocated_peak %zu\n", config.c_str(), c.compute_peak);
   if (c.compute_live != 0) fail(std::to_string(c.compute_live) + " bytes of compute buffers left after whisper_free");
@@ -242,6 +257,7 @@ ggml_backend_buffer_t __wrap_ggml_backend_alloc_ctx_tensors_from_buft(struct ggm
 }
 
 ggml_backend_buffer_t __wrap_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+  forget_released();
   ggml_backend_buffer_t buffer = __real_ggml_backend_buft_alloc_buffer(buft, size);
   Capture& c = capture();
   if (buffer != nullptr && c.in_ctx_alloc == 0) {
