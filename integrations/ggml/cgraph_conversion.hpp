@@ -401,6 +401,34 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
                              const std::vector<ggml_backend_buffer_t>& arena_buffers = {},
                              Arenas arenas = Arenas::kSearch);
 
+// Whether `cgraph` has the last conversion's leaf and node lists (the ids' first tensors).
+inline bool same_lists(const ggml_cgraph* cgraph, const Converted& out) {
+  if (!out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
+      static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
+    return false;
+  }
+  for (int i = 0; i < cgraph->n_leafs; ++i) {
+    if (cgraph->leafs[i] != out.ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])])
+      return false;
+  }
+  for (int i = 0; i < cgraph->n_nodes; ++i) {
+    if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])])
+      return false;
+  }
+  return true;
+}
+
+// Whether tensor `t` has the edges the last conversion found: its sources (a leaf's or
+// node's, `listed`) and its view source.
+[[gnu::always_inline]] inline bool same_edges(const ggml_tensor* t, const Converted::Edges& edges, bool listed) {
+  if (listed) {
+    for (int s = 0; s < GGML_MAX_SRC; ++s) {
+      if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
+    }
+  }
+  return t->view_src == edges[GGML_MAX_SRC];
+}
+
 // In a shared arena, before a tensor's memory is looked at: a tensor that still carries what
 // this allocator's last alloc gave it is placed again (see OwnPlacement). The record is spent.
 [[gnu::always_inline]] inline void forget_own_placement(ggml_tensor* t, OwnPlacement& own) {
@@ -438,18 +466,7 @@ template <bool kArena>
 bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
                              const std::vector<ggml_backend_buffer_t>& arena_buffers, bool search,
                              galloc::Status& status) {
-  if (!out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
-      static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
-    return false;
-  }
-  for (int i = 0; i < cgraph->n_leafs; ++i) {
-    if (cgraph->leafs[i] != out.ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])])
-      return false;
-  }
-  for (int i = 0; i < cgraph->n_nodes; ++i) {
-    if (cgraph->nodes[i] != out.ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])])
-      return false;
-  }
+  if (!same_lists(cgraph, out)) return false;
   // Locals, which the stores into the tensors below cannot alias: otherwise every store (and
   // push_back's call) makes the compiler load the vectors' bounds again.
   const OpTable& ops = op_table();
@@ -465,14 +482,7 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
   out.in_arena.clear();
   for (std::size_t i = 0; i < n; ++i) {
     ggml_tensor* const t = ggml[i];
-    const Converted::Edges& edges = all_edges[i];
-    if (i < listed) {
-      for (int s = 0; s < GGML_MAX_SRC; ++s) {
-        if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
-      }
-    }
-    const ggml_tensor* const view_src = t->view_src;
-    if (view_src != edges[GGML_MAX_SRC]) return false;
+    if (!same_edges(t, all_edges[i], i < listed)) return false;
     galloc::Tensor& g = tensors[i];
     if (!set_type(t, g, types)) {
       status = type_error(t);
@@ -502,32 +512,15 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
 // and again. Upstream then places nothing, and neither would the walk: the tensors the
 // graph reads all have memory, which it keeps, as upstream does.
 bool allocated_again(const ggml_cgraph* cgraph, const Converted& out) {
-  if (!out.allocated || !out.edges_valid || static_cast<std::size_t>(cgraph->n_leafs) != out.graph.leafs.size() ||
-      static_cast<std::size_t>(cgraph->n_nodes) != out.graph.nodes.size()) {
-    return false;
-  }
-  ggml_tensor* const* const ggml = out.ggml.data();
-  for (int i = 0; i < cgraph->n_leafs; ++i) {
-    if (cgraph->leafs[i] != ggml[static_cast<std::size_t>(out.graph.leafs[static_cast<std::size_t>(i)])]) return false;
-  }
-  for (int i = 0; i < cgraph->n_nodes; ++i) {
-    if (cgraph->nodes[i] != ggml[static_cast<std::size_t>(out.graph.nodes[static_cast<std::size_t>(i)])]) return false;
-  }
+  if (!out.allocated || !same_lists(cgraph, out)) return false;
   // In id order, each tensor is reached from the lists through edges already compared, so
   // every pointer followed is one of this graph's.
-  const Converted::Edges* const all_edges = out.edges.data();
   const std::size_t n = out.ggml.size(), listed = out.listed;
   for (std::size_t i = 0; i < n; ++i) {
-    const ggml_tensor* const t = ggml[i];
-    const Converted::Edges& edges = all_edges[i];
-    if (i < listed) {
-      for (int s = 0; s < GGML_MAX_SRC; ++s) {
-        if (t->src[s] != edges[static_cast<std::size_t>(s)]) return false;
-      }
-    }
-    const ggml_tensor* const view_src = t->view_src;
-    if (view_src != edges[GGML_MAX_SRC]) return false;
+    const ggml_tensor* const t = out.ggml[i];
+    if (!same_edges(t, out.edges[i], i < listed)) return false;
     // what the walk would place: a tensor without memory, a view not initialised yet
+    const ggml_tensor* const view_src = t->view_src;
     if (view_src == nullptr ? t->data == nullptr : t->buffer == nullptr && view_src->buffer != nullptr) return false;
   }
   return true;

@@ -224,6 +224,20 @@ TEST(SharedArena, AMemberAllocatingAgainKeepsItsPlacementUntilAnotherAllocates) 
 }
 
 // A tensor that another member's alloc partly took over since it was written is reported.
+// `first` allocates the producer's graph, then `intruder` a graph whose memory (from offset 0,
+// as every member's) ends in the middle of the producer's output. The output's bytes.
+Bytes take_over_half_the_output(GraphAllocator& first, GraphAllocator& intruder, Producer& p) {
+  EXPECT_TRUE(first.alloc(p.graph()).is_ok());
+  auto* base = first.chunks(0).at(0)->base();
+  auto* output = static_cast<std::byte*>(p.graph()[p.o].data);
+  const Bytes output_bytes = tensor_nbytes(p.graph()[p.o]);
+  const Bytes cut = (static_cast<Bytes>(output - base) + output_bytes / 2) / 64 * 64;
+  GgmlLikeBuilder big;
+  big.expand_output(big.input_with_size(cut));
+  EXPECT_TRUE(intruder.alloc(big.graph()).is_ok());
+  return output_bytes;
+}
+
 TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
   CpuBufferType cpu(64);
   auto arena = std::make_shared<SharedArena>(cpu, "stale");
@@ -232,16 +246,8 @@ TEST(SharedArena, AReadOfMemoryAnotherMemberTookOverIsAnError) {
   ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
   ASSERT_TRUE(intruder.join(0, arena, "intruder").is_ok());
   ASSERT_TRUE(second.join(0, arena, "consumer").is_ok());
-  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
-  auto* base = first.chunks(0).at(0)->base();
-  auto* output = static_cast<std::byte*>(p.graph()[p.o].data);
-  const Bytes output_bytes = tensor_nbytes(p.graph()[p.o]);
-  // An intruder whose memory (from offset 0, as every member's) ends in the middle of the
-  // producer's output.
-  const Bytes cut = (static_cast<Bytes>(output - base) + output_bytes / 2) / 64 * 64;
-  GgmlLikeBuilder big;
-  big.expand_output(big.input_with_size(cut));
-  ASSERT_TRUE(intruder.alloc(big.graph()).is_ok());
+  const Bytes output_bytes = take_over_half_the_output(first, intruder, p);
+  void* const output = p.graph()[p.o].data;
 
   Consumer c = consumer(static_cast<std::int64_t>(output_bytes / 4), 10);
   c.graph()[c.carried].data = output;
@@ -264,14 +270,8 @@ TEST(SharedArena, AReadOfTheMembersOwnTakenOverPlacementIsNoStaleRead) {
   GraphAllocator first({&cpu}), intruder({&cpu});
   ASSERT_TRUE(first.join(0, arena, "producer").is_ok());
   ASSERT_TRUE(intruder.join(0, arena, "intruder").is_ok());
-  ASSERT_TRUE(first.alloc(p.graph()).is_ok());
-  auto* base = first.chunks(0).at(0)->base();
-  auto* output = static_cast<std::byte*>(p.graph()[p.o].data);
-  const Bytes output_bytes = tensor_nbytes(p.graph()[p.o]);
-  const Bytes cut = (static_cast<Bytes>(output - base) + output_bytes / 2) / 64 * 64;
-  GgmlLikeBuilder big;
-  big.expand_output(big.input_with_size(cut));
-  ASSERT_TRUE(intruder.alloc(big.graph()).is_ok());
+  const Bytes output_bytes = take_over_half_the_output(first, intruder, p);
+  void* const output = p.graph()[p.o].data;
 
   // The producer's allocator, now with a graph that names its own earlier output.
   Consumer c = consumer(static_cast<std::int64_t>(output_bytes / 4), 10);
