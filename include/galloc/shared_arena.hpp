@@ -52,7 +52,9 @@
 //     directly as for one an alloc makes. Everything else the old chunk held is gone: a reserve
 //     between one member's alloc and the alloc of a third member that reads its output ends that
 //     output (reserve before the sequence starts, as whisper.cpp and llama.cpp do, or let alloc
-//     reserve). Members place their own tensors again at their next alloc.
+//     reserve). The arena cannot tell freed memory by its address; the ggml drop-in, which keeps
+//     a freed chunk's handle, fails such a reader's alloc. Members place their own tensors again
+//     at their next alloc.
 #pragma once
 
 #include <atomic>
