@@ -594,6 +594,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   const TypeTable& types = type_table();
   std::vector<galloc::Tensor>& tensors = out.graph.tensors;
   const bool search_all = !arena_buffers.empty();  // another topology: always searched
+  std::vector<OwnPlacement> own_now;               // the own placements by the new ids
   const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
   ggml_backend_buffer_t outside = nullptr;
   const std::size_t n_leafs = out.graph.leafs.size();
@@ -616,11 +617,16 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
         if (old != galloc::kNoTensor && static_cast<std::size_t>(old) < previous_own.size())
           record = previous_own[static_cast<std::size_t>(old)];
       }
-      forget_own_placement(t, record);
-      if (search_all && in_buffers(memory_buffer(t), arena_buffers.data(), arena_end, outside) &&
-          read_from_arena(t, i, n_leafs, out.listed)) {
-        out.in_arena.push_back(static_cast<TensorId>(i));
+      // only where the arenas are searched (a reserve or an alloc, not a measure)
+      if (search_all) {
+        forget_own_placement(t, record);
+        if (in_buffers(memory_buffer(t), arena_buffers.data(), arena_end, outside) &&
+            read_from_arena(t, i, n_leafs, out.listed)) {
+          out.in_arena.push_back(static_cast<TensorId>(i));
+        }
       }
+      if (own_now.size() < out.ggml.size()) own_now.resize(out.ggml.size());
+      own_now[i] = record;
     }
     galloc::Tensor& g = tensors[i];
     if (!set_type(t, g, types)) return type_error(t);
@@ -635,7 +641,10 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   }
   tensors.resize(out.ggml.size());
   out.edges.resize(out.ggml.size());
-  if (out.track_own) out.own.assign(out.ggml.size(), OwnPlacement{});
+  if (out.track_own) {
+    own_now.resize(out.ggml.size());
+    out.own.swap(own_now);
+  }
   mark_memory_elsewhere(out);
   out.edges_valid = true;
   if (details != Details::kSkip) fill_details(out, details);

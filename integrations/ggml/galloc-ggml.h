@@ -31,8 +31,8 @@
  * handle, emptied, until their next alloc places them again. A graph reading another
  * allocator's output that a third allocator's growth freed (it came between the writer's alloc
  * and the reader's) fails its alloc with a message, instead of computing on freed memory.
- * Reserving or measuring a graph that this allocator allocated before clears its tensors'
- * addresses until the next alloc.
+ * Reserving a graph that this allocator allocated before clears its tensors' addresses until
+ * the next alloc.
  *
  * ggml_gallocr_get_buffer_size keeps reporting each allocator's own need; the drop-in logs
  * the arena's size each time it grows. Packages that rename ggml's symbols (lm_ggml_,

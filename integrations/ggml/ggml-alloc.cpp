@@ -104,9 +104,8 @@ ggml_status view_init(ggml_tensor* tensor) {
 // The handles of a shared arena's freed chunks. A chunk's memory goes when the arena frees it,
 // but its ggml handle stays, emptied, until the arena goes: other members' tensors name it as
 // their buffer until their next alloc places them again, and ggml's scheduler reads a
-// tensor's buffer type before the allocator runs.
-// An alloc that reads another member's tensor in one of them fails instead of reading memory
-// that is gone.
+// tensor's buffer type before the allocator runs. They also tell an alloc that would read
+// another member's tensor in memory that is gone (InitTensors::place).
 struct ReleasedHandles {
   std::mutex mutex;  // for handles: chunks go under the arena's lock, readers take only this
   std::vector<ggml_backend_buffer_t> handles;
