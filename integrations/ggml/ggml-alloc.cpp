@@ -451,6 +451,25 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
   return true;
 }
 
+// What the converted graph reads in memory a shared arena freed when it grew (a third
+// allocator's reserve or alloc came between its writer's alloc and this one) fails the alloc
+// rather than being computed on. The conversion placed the allocator's own tensors there
+// again, so only what it found read in the arenas' buffers (released ones among them) is left.
+galloc::Status check_reads_not_released(const ggml_gallocr* galloc) {
+  const std::vector<ggml_backend_buffer_t>& released = galloc->released_buffers;
+  if (released.empty()) return galloc::Status::ok();
+  for (TensorId id : galloc->current.in_arena) {
+    const ggml_tensor* tensor = galloc->current.ggml[static_cast<std::size_t>(id)];
+    if (std::find(released.begin(), released.end(), memory_buffer(tensor)) == released.end()) continue;
+    return galloc::failed_precondition(
+        std::string("tensor '") + tensor->name + "'" +
+        (tensor->view_src != nullptr ? std::string(" (a view of '") + tensor->view_src->name + "')" : "") +
+        " lies in memory that the shared compute buffer freed when it grew: a reserve or alloc of another "
+        "allocator came between its writer's alloc and this one. Allocate its writer's graph again first");
+  }
+  return galloc::Status::ok();
+}
+
 // ggml_gallocr_init_tensor, on the addresses of GraphAllocator::alloc: views take their
 // address from their source's buffer, tensors without memory get the planned one.
 class InitTensors final : public galloc::AllocSink {
@@ -475,19 +494,7 @@ class InitTensors final : public galloc::AllocSink {
   }
 
   galloc::Status place(TensorId id, const galloc::TensorAddress* address) override {
-    ggml_tensor* tensor = galloc_->current.ggml[static_cast<std::size_t>(id)];
-    // Another member's tensor in memory the arena freed when it grew (a reserve came between
-    // its writer's alloc and this one): never computed on. The allocator's own were placed
-    // again by the conversion.
-    const std::vector<ggml_backend_buffer_t>& released = galloc_->released_buffers;
-    if (!released.empty() && std::find(released.begin(), released.end(), memory_buffer(tensor)) != released.end()) {
-      return galloc::failed_precondition(
-          std::string("tensor '") + tensor->name + "'" +
-          (tensor->view_src != nullptr ? std::string(" (a view of '") + tensor->view_src->name + "')" : "") +
-          " lies in memory that the shared compute buffer freed when it grew: a reserve or alloc of another "
-          "allocator came between its writer's alloc and this one. Allocate its writer's graph again first");
-    }
-    return place_tensor(id, tensor, address);
+    return place_tensor(id, galloc_->current.ggml[static_cast<std::size_t>(id)], address);
   }
 
   // convert_graph found them (none, unless the graph reads another member's output).
@@ -627,11 +634,14 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       galloc->allocator->reset_buffers();
       return true;
     }
-    current.allocated = false;
     refresh_arena_buffers(galloc);
     const Arenas arenas = arenas_unchanged(galloc, galloc->quiet_generations) ? Arenas::kUnchanged : Arenas::kSearch;
     galloc->quiet_generations.clear();
     if (galloc::Status s = convert_graph(graph, current, Details::kSkip, galloc->arena_buffers, arenas); !s) {
+      log_error(__func__, s);
+      return false;
+    }
+    if (galloc::Status s = check_reads_not_released(galloc); !s) {
       log_error(__func__, s);
       return false;
     }
