@@ -1,6 +1,7 @@
 // The drop-in's environment: GALLOC_STRATEGY (the placement strategy, by name), GALLOC_SHARE and
-// GALLOC_SHARE_CHECK (shared compute buffers) and GALLOC_DUMP (a folder for graph files), read
-// and written the same way by every ggml API generation.
+// GALLOC_SHARE_CHECK (shared compute buffers, with GALLOC_SHARE_DEFAULT, a compile-time define,
+// as GALLOC_SHARE's default) and GALLOC_DUMP (a folder for graph files), read and written the
+// same way by every ggml API generation.
 #pragma once
 
 #include <cstdlib>
@@ -30,13 +31,32 @@ galloc::Result<galloc::Strategy> strategy_from_env() {
   return strategy;
 }
 
-// GALLOC_SHARE: "1" puts every allocator of the process on one shared arena per buffer type;
-// unset, empty or "0" does not; anything else is an error (the caller logs it and does not share).
-galloc::Result<bool> share_from_env() {
+// Which allocators share compute buffers: none, those in share groups (galloc_ggml_share_begin),
+// or every allocator of the process.
+enum class ShareMode { kNone, kGroups, kAll };
+
+// GALLOC_SHARE_DEFAULT: the mode when GALLOC_SHARE is unset, as the name GALLOC_SHARE takes.
+// An app's build sets it (galloc-rn writes it at the top of the file), since a phone app cannot
+// set environment variables before its native library loads.
+#ifndef GALLOC_SHARE_DEFAULT
+#define GALLOC_SHARE_DEFAULT "groups"
+#endif
+
+galloc::Result<ShareMode> share_mode_from_name(const std::string& name, const char* source) {
+  if (name == "0") return ShareMode::kNone;
+  if (name == "groups") return ShareMode::kGroups;
+  if (name == "1") return ShareMode::kAll;
+  return galloc::invalid_argument(std::string(source) + " is '" + name +
+                                  "'; use 0 (no sharing), groups (share groups only) or 1 (every allocator); "
+                                  "sharing share groups only");
+}
+
+// GALLOC_SHARE, else GALLOC_SHARE_DEFAULT: "0", "groups" or "1". Anything else is an error
+// (the caller logs it and shares share groups only).
+galloc::Result<ShareMode> share_mode_from_env() {
   const char* value = std::getenv("GALLOC_SHARE");
-  if (value == nullptr || *value == '\0' || std::string(value) == "0") return false;
-  if (std::string(value) == "1") return true;
-  return galloc::invalid_argument(std::string("GALLOC_SHARE is '") + value + "'; use 1 (share) or 0; not sharing");
+  if (value == nullptr || *value == '\0') return share_mode_from_name(GALLOC_SHARE_DEFAULT, "GALLOC_SHARE_DEFAULT");
+  return share_mode_from_name(value, "GALLOC_SHARE");
 }
 
 // GALLOC_SHARE_CHECK=1: shared arenas poison what each alloc takes over (SharedArena's checked mode).

@@ -10,8 +10,11 @@
  *   galloc_ggml_share_end();
  *
  * Every ggml_gallocr (and so every ggml_backend_sched) created between the two calls on the
- * calling thread joins the shared arena `name`, one per buffer type. GALLOC_SHARE=1 in the
- * environment puts every allocator of the process on one arena per buffer type instead.
+ * calling thread joins the shared arena `name`, one per buffer type. GALLOC_SHARE in the
+ * environment chooses otherwise: "1" puts every allocator of the process on one arena per buffer
+ * type, "0" shares nothing, "groups" shares share groups only. Unset, the file's compile-time
+ * GALLOC_SHARE_DEFAULT decides (the same names; "groups" when not defined), which is how an app
+ * that cannot set environment variables chooses.
  *
  * The contract: members of one arena never compute at the same time. A member's tensors are
  * valid from its alloc until another member's alloc, except those the next member reads

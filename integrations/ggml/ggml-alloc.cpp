@@ -6,8 +6,10 @@
 //   GALLOC_STRATEGY=NAME                     placement strategy by name, as `galloc strategies`
 //                                            lists them (default best; ggml reproduces
 //                                            upstream's addresses and buffer sizes exactly)
-//   GALLOC_SHARE=1                           every ggml_gallocr of the process shares one
-//                                            compute buffer per buffer type (galloc-ggml.h)
+//   GALLOC_SHARE=groups|1|0                  which ggml_gallocr share compute buffers: those in
+//                                            share groups (galloc-ggml.h; the default, or
+//                                            GALLOC_SHARE_DEFAULT's at compile time), every
+//                                            one of the process, or none
 //   GALLOC_SHARE_CHECK=1                     shared buffers poison what each alloc takes over
 //   GALLOC_DUMP=DIR                          write every reserved graph to DIR as galloc JSON
 //
@@ -294,17 +296,18 @@ struct ShareScope {
 };
 thread_local ShareScope share_scope;
 
-// The arena name a new allocator joins: the thread's share group, else "process" with
-// GALLOC_SHARE=1, else none.
+// The arena name a new allocator joins: with GALLOC_SHARE (or GALLOC_SHARE_DEFAULT) "groups"
+// or "1", the thread's share group; else, with "1", "process"; else none.
 std::string share_name() {
-  if (share_scope.open) return share_scope.name;
-  auto share = share_from_env();
-  if (!share) {
+  auto mode = share_mode_from_env();
+  if (!mode) {
     static std::atomic<bool> reported{false};
-    if (!reported.exchange(true)) GGML_LOG_ERROR("ggml_gallocr_new_n: %s\n", share.status().message().c_str());
-    return "";
+    if (!reported.exchange(true)) GGML_LOG_ERROR("ggml_gallocr_new_n: %s\n", mode.status().message().c_str());
   }
-  return *share ? "process" : "";
+  const ShareMode share = mode ? *mode : ShareMode::kGroups;
+  if (share == ShareMode::kNone) return "";
+  if (share_scope.open) return share_scope.name;
+  return share == ShareMode::kAll ? "process" : "";
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 //     allocator's output that a graph of another topology reads;
 //   - a reserve that grows the shared buffer between the producer's alloc and the alloc of its
 //     reader (another violation) makes the reader's alloc fail instead of reading freed memory;
-//   - each allocator reports its own need, and the share group calls reject misuse.
+//   - each allocator reports its own need, and the share group calls reject misuse;
+//   - GALLOC_SHARE chooses who shares: "groups" (the default here) share groups only, "1"
+//     every allocator, "0" none, and a value it does not know is logged and means "groups".
 // Links against libggml-galloc.a; prints "ok" and exits 0, or says what failed and exits 1.
 #include <cmath>
 #include <cstdio>
@@ -118,6 +120,24 @@ struct Reader {
   }
 };
 
+// Whether two allocators made with GALLOC_SHARE=value (inside a share group or not) put their
+// graphs in one buffer.
+bool two_allocators_share(const char* value, bool in_group) {
+  setenv("GALLOC_SHARE", value, 1);
+  if (in_group) check(galloc_ggml_share_begin("modes"), std::string("share_begin with GALLOC_SHARE=") + value);
+  ggml_gallocr_t first = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+  ggml_gallocr_t second = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+  if (in_group) check(galloc_ggml_share_end(), "share_end");
+  unsetenv("GALLOC_SHARE");
+  Producer a;
+  Producer b;
+  check(ggml_gallocr_alloc_graph(first, a.gf) && ggml_gallocr_alloc_graph(second, b.gf), "alloc two producers");
+  const bool shared = a.out->buffer != nullptr && a.out->buffer == b.out->buffer;
+  ggml_gallocr_free(first);
+  ggml_gallocr_free(second);
+  return shared;
+}
+
 }  // namespace
 
 int main() {
@@ -225,6 +245,14 @@ int main() {
     check(ggml_gallocr_alloc_graph(consumer_alloc, reader.gf), "alloc the reader after the producer ran (4)");
     check(reader.computes_exactly(cpu), "the reader computes 3x + i*i once the producer ran again");
   }
+
+  // 5. who shares, by GALLOC_SHARE (which overrides the compile-time GALLOC_SHARE_DEFAULT)
+  check(two_allocators_share("groups", true), "GALLOC_SHARE=groups: a share group shares");
+  check(!two_allocators_share("groups", false), "GALLOC_SHARE=groups: outside a group, no sharing");
+  check(two_allocators_share("1", false), "GALLOC_SHARE=1: every allocator shares");
+  check(!two_allocators_share("0", true), "GALLOC_SHARE=0: not even a share group shares");
+  check(two_allocators_share("yes", true) && !two_allocators_share("yes", false),
+        "GALLOC_SHARE=yes (not a value): share groups only");
 
   ggml_gallocr_free(grower_alloc);
   ggml_gallocr_free(producer_alloc);
