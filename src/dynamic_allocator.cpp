@@ -12,7 +12,6 @@
 namespace galloc {
 
 namespace {
-constexpr Bytes kHalfAddressSpace = std::numeric_limits<Bytes>::max() / 2;
 constexpr Bytes kSignBit = Bytes{1} << 63;
 }  // namespace
 
@@ -299,8 +298,10 @@ class DynamicAllocator::Index {
       const auto& blocks = scan_blocks_[static_cast<std::size_t>(c)];
       if (blocks.empty()) continue;
       const FreeBlock& block = blocks.back();
-      // Wraps like upstream's size_t arithmetic, then reads as signed.
-      const auto reuse = static_cast<std::int64_t>(high_water_[static_cast<std::size_t>(c)] - block.offset - size);
+      // Wraps like upstream's size_t arithmetic, then reads as int64_t: with a 32-bit size_t
+      // every reuse reads as non-negative.
+      const auto reuse =
+          static_cast<std::int64_t>((high_water_[static_cast<std::size_t>(c)] - block.offset - size) & size_mask_);
       const bool better_reuse = best_reuse < 0 && reuse > best_reuse;
       const bool better_fit = reuse >= 0 && reuse < best_reuse;
       if (block.size >= size && (better_reuse || better_fit)) {
@@ -366,14 +367,16 @@ class DynamicAllocator::Index {
   ++scan_size_;
 }
 
-DynamicAllocator::DynamicAllocator(Bytes alignment, Bytes max_chunk_size)
+DynamicAllocator::DynamicAllocator(Bytes alignment, Bytes max_chunk_size, int size_bits)
     : alignment_(alignment == 0 ? 1 : alignment),
       alignment_is_power_of_two_(is_power_of_two(alignment_)),
-      max_chunk_size_(std::min(max_chunk_size, kHalfAddressSpace)) {}
+      size_mask_(size_bits >= 64 ? std::numeric_limits<Bytes>::max() : (Bytes{1} << size_bits) - 1),
+      max_chunk_size_(std::min(max_chunk_size, size_mask_ / 2)) {}
 
 DynamicAllocator::DynamicAllocator(const DynamicAllocator& other)
     : alignment_(other.alignment_),
       alignment_is_power_of_two_(other.alignment_is_power_of_two_),
+      size_mask_(other.size_mask_),
       max_chunk_size_(other.max_chunk_size_),
       high_water_(other.high_water_),
       scan_blocks_(other.scan_blocks_),
@@ -434,6 +437,8 @@ void DynamicAllocator::free_past_threshold(ChunkAddress address, Bytes size) {
 }
 
 void DynamicAllocator::try_index() {
+  // The trees model 64-bit wrap-around (see Index); a narrower size_t keeps upstream's scans.
+  if (size_mask_ != std::numeric_limits<Bytes>::max()) return;
   if (index_retry_countdown_ > 0) {
     --index_retry_countdown_;
     return;

@@ -25,9 +25,12 @@ namespace galloc {
 
 class DynamicAllocator {
  public:
-  // max_chunk_size: the buffer type's max size (kUnlimited for none); clamped to 2^63 - 1 as
-  // ggml does, so offsets never overflow.
-  DynamicAllocator(Bytes alignment, Bytes max_chunk_size);
+  // max_chunk_size: the buffer type's max size (kUnlimited for none); clamped to SIZE_MAX / 2
+  // as ggml does, so offsets never overflow. size_bits: the width of ggml's size_t, in which
+  // upstream computes its choice between chunks (and so wraps); by default the width on the
+  // machine galloc runs on, which is where the drop-in's ggml runs.
+  static constexpr int kHostSizeBits = static_cast<int>(sizeof(std::size_t) * 8);
+  DynamicAllocator(Bytes alignment, Bytes max_chunk_size, int size_bits = kHostSizeBits);
   DynamicAllocator(const DynamicAllocator& other);
   DynamicAllocator(DynamicAllocator&& other) noexcept;
   DynamicAllocator& operator=(const DynamicAllocator& other);
@@ -79,6 +82,7 @@ class DynamicAllocator {
 
   Bytes alignment_;
   bool alignment_is_power_of_two_;
+  Bytes size_mask_;  // SIZE_MAX of the size_t that upstream computes in
   Bytes max_chunk_size_;
   std::vector<Bytes> high_water_;  // per chunk, in both modes
   // Linear mode: per chunk, upstream's array of free blocks, sorted by offset.

@@ -225,6 +225,34 @@ TEST(DynamicAllocator, LeastGrowthWinsWhenEveryTailMustGrow) {
   EXPECT_EQ(allocator.chunk_sizes(), (std::vector<Bytes>{24, 56}));
 }
 
+// With a 32-bit size_t, upstream's reuse wraps to 2^32 - growth and reads as non-negative when
+// widened to int64_t, so when every tail must grow, the smallest 2^32 - growth wins: the tail
+// that grows MOST (ggml commit 058128a6 on 32-bit ABIs). The same state as above: chunk 0
+// grows by 16, chunk 1 by 8, and chunk 0 wins.
+TEST(DynamicAllocator, WithA32BitSizeTheTailThatGrowsMostWins) {
+  DynamicAllocator allocator(8, 64, 32);
+  const ChunkAddress x = allocator.allocate(24);
+  const ChunkAddress y = allocator.allocate(48);
+  ASSERT_EQ(y, at(1, 0));
+  allocator.free(y, 48);
+  EXPECT_EQ(allocator.allocate(16), at(1, 0));
+  allocator.free(x, 24);
+  EXPECT_EQ(allocator.allocate(40), at(0, 0));
+  EXPECT_EQ(allocator.chunk_sizes(), (std::vector<Bytes>{40, 48}));
+}
+
+// With a 32-bit size_t the chunks are capped at SIZE_MAX / 2 = 2^31 - 1, as upstream caps
+// them there, and a 3 GiB plan takes two chunks (one allocation gets at most PTRDIFF_MAX).
+TEST(DynamicAllocator, WithA32BitSizeChunksStayBelowTwoGiB) {
+  constexpr Bytes kGiB = Bytes{1} << 30;
+  DynamicAllocator allocator(32, kUnlimited, 32);
+  EXPECT_EQ(allocator.max_chunk_size(), (Bytes{1} << 31) - 1);
+  EXPECT_EQ(allocator.allocate(kGiB - 4096), at(0, 0));
+  EXPECT_EQ(allocator.allocate(kGiB - 4096), at(0, kGiB - 4096));
+  EXPECT_EQ(allocator.allocate(kGiB - 4096), at(1, 0));
+  EXPECT_EQ(allocator.chunk_sizes(), (std::vector<Bytes>{2 * (kGiB - 4096), kGiB - 4096}));
+}
+
 // Equal growth: the earlier chunk keeps it (a later one must be strictly better).
 TEST(DynamicAllocator, EqualReuseGoesToTheEarlierChunk) {
   DynamicAllocator allocator(8, 32);
@@ -265,7 +293,7 @@ TEST(DynamicAllocator, ARequestLargerThanTheMaxSizeGetsItsOwnChunk) {
 }
 
 TEST(DynamicAllocator, UnlimitedMaxSizeIsClampedToHalfTheAddressSpace) {
-  const DynamicAllocator allocator(8, kUnlimited);
+  const DynamicAllocator allocator(8, kUnlimited, 64);
   EXPECT_EQ(allocator.max_chunk_size(), kUnlimited / 2);
   const DynamicAllocator small(8, 100);
   EXPECT_EQ(small.max_chunk_size(), 100u);
