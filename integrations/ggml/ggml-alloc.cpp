@@ -187,7 +187,11 @@ class GgmlBufferType final : public galloc::BufferType {
     return n != nullptr ? n : "?";
   }
   [[nodiscard]] Bytes alignment() const override { return ggml_backend_buft_get_alignment(buft_); }
-  [[nodiscard]] Bytes max_size() const override { return ggml_backend_buft_get_max_size(buft_); }
+  // Capped at SIZE_MAX / 2 (PTRDIFF_MAX) as ggml-alloc.c caps its chunks: one allocation gets
+  // no more, and on 32-bit ABIs a CPU buffer type's SIZE_MAX would otherwise plan 4 GiB chunks.
+  [[nodiscard]] Bytes max_size() const override {
+    return std::min<Bytes>(ggml_backend_buft_get_max_size(buft_), SIZE_MAX / 2);
+  }
   [[nodiscard]] Bytes alloc_size(const galloc::Tensor& tensor) const override {
     if (ggml_tensor* t = tensors_ != nullptr ? tensors_->ggml_of(tensor) : nullptr) {
       return ggml_backend_buft_get_alloc_size(buft_, t);
