@@ -1,0 +1,186 @@
+'use strict';
+// The package versions galloc-rn supports, with what it edits in each and the sha256 of the
+// pristine files (as npm serves the tarball), so that a change by anyone else is refused.
+//
+//   ggmlDir      where ggml-alloc.c lives; ggml-alloc.cpp goes beside it
+//   ggmlHeader   the ggml.h whose `PREFIX_ggml_init` gives the renaming prefix ('' = none)
+//   prefix       the prefix that header must give (checked, so a changed tree is noticed)
+//   lineEdits    files that list ggml-alloc.c by name: that one line becomes ggml-alloc.cpp
+//                (the Android CMake file; iOS's CMakeLists.txt, which builds the prebuilt
+//                framework, where it has one; no podspec lists the file by name)
+//   whisperCpp   whisper.cpp, for the share group around whisper_init_state (only where
+//                the package's ggml has the ggml_gallocr API)
+//   buildFromSource  what the developer must set so that the app compiles the package's C++
+
+const WHISPER_INIT_STATE = 'struct whisper_state * whisper_init_state(whisper_context * ctx) {';
+
+const RNLLAMA_FROM_SOURCE = {
+  gradleProperty: 'rnllamaBuildFromSource', // android/build.gradle: project.findProperty(...)
+  ios: 'RNLLAMA_BUILD_FROM_SOURCE=1 pod install', // llama-rn.podspec: ENV["RNLLAMA_BUILD_FROM_SOURCE"]
+};
+
+const VERSIONS = [
+  {
+    name: 'whisper.rn',
+    version: '0.4.0-rc.8',
+    ggmlDir: 'cpp',
+    ggmlHeader: 'cpp/ggml.h',
+    prefix: 'wsp',
+    ggmlAllocSha256: 'b23752c4994dbf5877931690bc6f7e40532fc9223e084195f82b14446b569f09',
+    lineEdits: [
+      {
+        file: 'android/src/main/CMakeLists.txt',
+        line: '    ${RNWHISPER_LIB_DIR}/ggml-alloc.c',
+        sha256: 'c867916b8f07bc6928c3adfa514a548ca0f300c0bdf985ea65f679a59ae72093',
+      },
+    ],
+    // 2023 ggml_allocr API: galloc has no share groups there.
+    whisperCpp: null,
+    buildFromSource: { gradleProperty: null, ios: null },
+  },
+  {
+    name: 'whisper.rn',
+    version: '0.4.0-rc.10',
+    ggmlDir: 'cpp',
+    ggmlHeader: 'cpp/ggml.h',
+    prefix: 'wsp',
+    ggmlAllocSha256: '8cde84e08cb6dd63ae95428cd705c0e7b7f009c01348c54f7325a64958f7c790',
+    lineEdits: [
+      {
+        file: 'android/src/main/CMakeLists.txt',
+        line: '    ${RNWHISPER_LIB_DIR}/ggml-alloc.c',
+        sha256: 'e12872b2ed882b5bd887646ae2d16d9eba378e72a96b0d3da3901868d24191d7',
+      },
+    ],
+    whisperCpp: {
+      file: 'cpp/whisper.cpp',
+      definition: WHISPER_INIT_STATE,
+      sha256: '512d2d2ed0b6750ee7cd2ed52098c999d84310d81611dd1ee166f37fac79fec7',
+    },
+    buildFromSource: { gradleProperty: null, ios: null },
+  },
+  {
+    name: 'whisper.rn',
+    version: '0.7.4',
+    ggmlDir: 'cpp',
+    ggmlHeader: 'cpp/ggml.h',
+    prefix: 'wsp',
+    ggmlAllocSha256: 'feb32db47b58add2a3fd72ff362d2fafbcbbc51388cdbb24cc63b6542596e762',
+    lineEdits: [
+      {
+        file: 'android/src/main/CMakeLists.txt',
+        line: '    ${RNWHISPER_LIB_DIR}/ggml-alloc.c',
+        sha256: '030222aa57c8ae6134f7c7214ad5689163f68e1c48b3cc468fa19c88c77f187d',
+      },
+      {
+        file: 'ios/CMakeLists.txt',
+        line: '    ${SOURCE_DIR}/ggml-alloc.c',
+        sha256: '5c26d37ba0cecd500e39a25669317ee15b68f4e6f649d39f112fcea5c3131bfa',
+      },
+    ],
+    whisperCpp: {
+      file: 'cpp/whisper.cpp',
+      definition: WHISPER_INIT_STATE,
+      sha256: '4eeac03d31372e34193f670394de19e625c87878743ca90d39da398c20ace4a6',
+    },
+    // whisper-rn.podspec: ENV["RNWHISPER_BUILD_FROM_SOURCE"]; Android always builds from source.
+    buildFromSource: { gradleProperty: null, ios: 'RNWHISPER_BUILD_FROM_SOURCE=1 pod install' },
+  },
+  {
+    name: 'llama.rn',
+    version: '0.12.9',
+    ggmlDir: 'cpp',
+    ggmlHeader: 'cpp/ggml.h',
+    prefix: 'lm',
+    ggmlAllocSha256: 'cc0f1dde8fbee4e979011311115022a4e37bec8b71c0b764e5a210744fb7416b',
+    lineEdits: [
+      {
+        file: 'android/src/main/rnllama/CMakeLists.txt',
+        line: '    ${RNLLAMA_LIB_DIR}/ggml-alloc.c',
+        sha256: '86c66eee63d02abaaa019e8dbfa130ee5601d1462418410dc1c328a70898e86c',
+      },
+      {
+        file: 'ios/CMakeLists.txt',
+        line: '    ${SOURCE_DIR}/ggml-alloc.c',
+        sha256: '28b1a301e9d96c1fa2864e738f143852c8998f47627a0385df2ca726b9f3251a',
+      },
+    ],
+    whisperCpp: null,
+    buildFromSource: RNLLAMA_FROM_SOURCE,
+  },
+  {
+    name: 'llama.rn',
+    version: '0.13.0-rc.5',
+    // llama.cpp's own tree, unrenamed
+    ggmlDir: 'vendor/llama.cpp/ggml/src',
+    ggmlHeader: 'vendor/llama.cpp/ggml/include/ggml.h',
+    prefix: '',
+    ggmlAllocSha256: '213b48d6ef6d6ffef55c438db837116105de72cdae3dd152673035e61508d384',
+    lineEdits: [
+      {
+        // included by the Android and the iOS CMake files
+        file: 'cmake/rnllama-sources.cmake',
+        line: '    ${_ggml}/ggml-alloc.c',
+        sha256: '1316142420661c268657b9f32d22f922952af93999853d8b3c9f42ba3362ec4a',
+      },
+    ],
+    whisperCpp: null,
+    buildFromSource: RNLLAMA_FROM_SOURCE,
+  },
+  {
+    name: 'cui-llama.rn',
+    version: '1.6.0',
+    ggmlDir: 'cpp',
+    ggmlHeader: 'cpp/ggml.h',
+    prefix: 'lm',
+    ggmlAllocSha256: 'c1d09b068d4cc639311eed3bd1252ea2c7e8c5db13c6f847d0dd708918c26c3d',
+    lineEdits: [
+      {
+        file: 'android/src/main/CMakeLists.txt',
+        line: '    ${RNLLAMA_LIB_DIR}/ggml-alloc.c',
+        sha256: '30ea67943865d9576295f8cff0bbe268ca14d4994d475e404379263b7bbd46ff',
+      },
+      {
+        file: 'ios/CMakeLists.txt',
+        line: '    ${SOURCE_DIR}/ggml-alloc.c',
+        sha256: '5293b13b074f0a33b89386272e2b8f43d7a15fb0f9be02463d4d3a69cf1cc517',
+      },
+    ],
+    whisperCpp: null,
+    buildFromSource: RNLLAMA_FROM_SOURCE,
+  },
+  {
+    name: 'cui-llama.rn',
+    version: '1.12.2',
+    ggmlDir: 'cpp',
+    ggmlHeader: 'cpp/ggml.h',
+    prefix: 'lm',
+    ggmlAllocSha256: 'cc0f1dde8fbee4e979011311115022a4e37bec8b71c0b764e5a210744fb7416b',
+    lineEdits: [
+      {
+        file: 'android/src/main/rnllama/CMakeLists.txt',
+        line: '    ${RNLLAMA_LIB_DIR}/ggml-alloc.c',
+        sha256: '3419ffbc101592e35e4a67cc4a773ab61f3ed577a92875e627b47c8067e0b8f1',
+      },
+      {
+        file: 'ios/CMakeLists.txt',
+        line: '    ${SOURCE_DIR}/ggml-alloc.c',
+        sha256: 'c831e22f7b4a6ac448c9e0c3701256dec3c228db02d48cc03506a9f5cc5f9c82',
+      },
+    ],
+    whisperCpp: null,
+    buildFromSource: RNLLAMA_FROM_SOURCE,
+  },
+];
+
+const PACKAGE_NAMES = [...new Set(VERSIONS.map((v) => v.name))];
+
+function supportedVersions(name) {
+  return VERSIONS.filter((v) => v.name === name).map((v) => v.version);
+}
+
+function findVersion(name, version) {
+  return VERSIONS.find((v) => v.name === name && v.version === version) || null;
+}
+
+module.exports = { VERSIONS, PACKAGE_NAMES, supportedVersions, findVersion };
