@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# galloc-rn on scratch apps built from the packages' npm tarballs (all supported versions):
+# apply, check, every edit present and nothing else changed, apply again changes no byte,
+# --no-share, revert restores the tree byte for byte, check fails after.
+# usage: tool_test.sh SOURCE_DIR WORK_DIR
+set -uo pipefail
+ROOT=$(readlink -f "$1") WORK=$2
+source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/versions.sh"
+rm -rf "$WORK" && mkdir -p "$WORK"
+
+tgz=$(pack_tool) || exit 1
+mkdir -p "$WORK/tool" && tar xzf "$tgz" -C "$WORK/tool" --strip-components=1
+G=(node "$WORK/tool/bin/galloc-rn.js")
+ONE=$WORK/tool/dist/ggml-alloc.cpp
+[[ -s $ONE ]] && pass "the tarball carries dist/ggml-alloc.cpp" || die "no dist/ggml-alloc.cpp in $tgz"
+
+# The file apply must write for NAME@VERSION, made here with sed as docs/apps.md says.
+expected_cpp() {  # expected_cpp NAME VERSION PREFIX SHARE_DEFAULT
+  local p=$3 P=${3^^}
+  printf '// galloc-rn %s wrote this file for %s@%s in place of ggml-alloc.c; `npx galloc-rn revert` undoes it.\n' \
+    "$TOOL_VERSION" "$1" "$2"
+  printf '#define GALLOC_SHARE_DEFAULT "%s"\n' "$4"
+  if [[ $p == - ]]; then cat "$ONE"
+  elif [[ $p == wsp ]]; then
+    sed -e "s/GGML_/${P}_GGML_/g" -e "s/ggml_/${p}_ggml_/g" -e "s/GGUF_/${P}_GGUF_/g" -e "s/gguf_/${p}_gguf_/g" \
+        -e "s/dequantize_/${p}_dequantize_/g" -e "s/quantize_/${p}_quantize_/g" "$ONE"
+  else
+    sed -e "s/GGML_/${P}_GGML_/g" -e "s/ggml_/${p}_ggml_/g" -e "s/GGUF_/${P}_GGUF_/g" -e "s/gguf_/${p}_gguf_/g" "$ONE"
+  fi
+}
+
+# Every edit of one package is there, and nothing else in it changed.
+check_edits() {  # check_edits APP PRISTINE_DIR NAME VERSION SHARE(yes/no)
+  local app=$1 pristine=$2 name=$3 version=$4 share=$5 row dir prefix vshare lines
+  row=$(version_row "$name" "$version")
+  read -r _ _ dir prefix vshare lines <<<"$row"
+  local pkg=$app/node_modules/$name what="$name@$version"
+  local def
+  [[ $share == yes ]] && def=groups || def=0
+  expect "$what: ggml-alloc.c removed" test ! -e "$pkg/$dir/ggml-alloc.c"
+  expect "$what: ggml-alloc.cpp is the renamed one file with the two lines in front" \
+    cmp -s <(expected_cpp "$name" "$version" "$prefix" "$def") "$pkg/$dir/ggml-alloc.cpp"
+  local f expect_changed=("$dir/ggml-alloc.c" "$dir/ggml-alloc.cpp")
+  for f in ${lines//,/ }; do
+    expect "$what: $f lists ggml-alloc.cpp instead, one line changed" \
+      cmp -s <(sed 's/ggml-alloc\.c$/ggml-alloc.cpp/' "$pristine/$f") "$pkg/$f"
+    expect "$what: $f changed at all" bash -c "! cmp -s '$pristine/$f' '$pkg/$f'"
+    expect_changed+=("$f")
+  done
+  local w=cpp/whisper.cpp
+  if [[ $vshare == yes && $share == yes ]]; then
+    expect "$what: whisper_init_state renamed to a static whisper_init_state_unshared" \
+      grep -Fxq 'static struct whisper_state * whisper_init_state_unshared(whisper_context * ctx) {' "$pkg/$w"
+    expect "$what: the wrapper opens a share group per state" \
+      grep -q 'galloc_wsp_ggml_share_begin(name)' "$pkg/$w"
+    expect "$what: the wrapper names each group whisper-state-N from an atomic counter" \
+      bash -c "grep -q 'std::atomic' '$pkg/$w' && grep -q '\"whisper-state-%llu\"' '$pkg/$w' && grep -Fxq '#include <atomic>' '$pkg/$w' && grep -Fxq '#include <cstdio>' '$pkg/$w'"
+    expect "$what: the group is closed only when begin returned true" \
+      grep -Pzq 'if \(began\) \{\n\s+galloc_wsp_ggml_share_end\(\);' "$pkg/$w"
+    expect "$what: the renamed one file defines galloc_wsp_ggml_share_begin/_end" \
+      bash -c "grep -Eq '^bool galloc_wsp_ggml_share_begin\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
+               grep -Eq '^bool galloc_wsp_ggml_share_end\(void\) \{' '$pkg/$dir/ggml-alloc.cpp'"
+    expect "$what: whisper.cpp is the pristine one plus the rename and the appended block" \
+      cmp -s <(head -n "$(wc -l <"$pristine/$w")" "$pkg/$w" |
+               sed 's/^static struct whisper_state \* whisper_init_state_unshared(/struct whisper_state * whisper_init_state(/') \
+             "$pristine/$w"
+    if command -v c++ >/dev/null; then
+      expect "$what: the patched whisper.cpp compiles (c++ -fsyntax-only)" \
+        c++ -std=c++17 -fsyntax-only -I"$pkg/cpp" "$pkg/$w"
+    fi
+    expect_changed+=("$w")
+  elif [[ $name == whisper.rn ]]; then
+    expect "$what: whisper.cpp unchanged" cmp -s "$pristine/$w" "$pkg/$w"
+  fi
+  # Nothing else: the files diff -r reports are exactly the expected ones.
+  local got want
+  got=$(cd "$app" && diff -rq "$pristine" "node_modules/$name" 2>&1 |
+        sed -E -e "s#^Only in $pristine/?([^:]*): #\1/#" -e "s#^Only in node_modules/$name/?([^:]*): #\1/#" \
+               -e "s#^Files $pristine/([^ ]*) and .*#\1#" -e 's#^/##' | sort)
+  want=$(printf '%s\n' "${expect_changed[@]}" | sort)
+  if [[ $got == "$want" ]]; then pass "$what: no other file changed"
+  else fail "$what: changed files differ from the expected ones"; diff <(echo "$want") <(echo "$got") | head; fi
+  expect "$what: patches/$name+$version.patch written" test -s "$app/patches/$name+$version.patch"
+}
+
+i=0
+for group in "${APP_GROUPS[@]}"; do
+  i=$((i + 1))
+  app=$WORK/app$i pristine=$WORK/pristine$i
+  make_app "$app"
+  specs=($group) has_llama=no
+  for spec in "${specs[@]}"; do
+    name=${spec%@*} version=${spec#*@}
+    install_package "$app" "$name" "$version"
+    install_package "$pristine" "$name" "$version"
+    [[ $name != whisper.rn ]] && has_llama=yes
+  done
+  echo "== app$i: $group"
+  h0=$(treehash "$app")
+
+  "${G[@]}" apply --app "$app" >"$WORK/out" 2>&1; rc=$?
+  expect "app$i: apply exits 0" test $rc -eq 0 || cat "$WORK/out"
+  "${G[@]}" check --app "$app" >"$WORK/out" 2>&1
+  expect "app$i: check passes after apply" test $? -eq 0 || cat "$WORK/out"
+  for spec in "${specs[@]}"; do
+    check_edits "$app" "$pristine/node_modules/${spec%@*}" "${spec%@*}" "${spec#*@}" yes
+  done
+  expect "app$i: package.json runs patch-package on postinstall" \
+    node -e "process.exit(require('$app/package.json').scripts.postinstall === 'patch-package' ? 0 : 1)"
+  if [[ $has_llama == yes ]]; then
+    expect "app$i: gradle.properties sets rnllamaBuildFromSource=true" \
+      grep -Fxq 'rnllamaBuildFromSource=true' "$app/android/gradle.properties"
+  else
+    expect "app$i: gradle.properties untouched (no llama package)" \
+      cmp -s "$app/android/gradle.properties" <(printf '%s' "$GRADLE_TEXT")
+  fi
+
+  h1=$(treehash "$app")
+  "${G[@]}" apply --app "$app" >"$WORK/out" 2>&1; rc=$?
+  expect "app$i: apply again exits 0" test $rc -eq 0
+  expect "app$i: apply again says nothing changed" grep -q 'nothing changed' "$WORK/out"
+  expect "app$i: apply again changes no byte" test "$(treehash "$app")" = "$h1"
+
+  "${G[@]}" apply --no-share --app "$app" >"$WORK/out" 2>&1; rc=$?
+  expect "app$i: apply --no-share exits 0" test $rc -eq 0
+  for spec in "${specs[@]}"; do
+    check_edits "$app" "$pristine/node_modules/${spec%@*}" "${spec%@*}" "${spec#*@}" no
+  done
+  "${G[@]}" check --app "$app" >"$WORK/out" 2>&1
+  expect "app$i: check passes after apply --no-share" test $? -eq 0
+  "${G[@]}" apply --app "$app" >"$WORK/out" 2>&1
+  expect "app$i: apply after --no-share gives the same tree as the first apply" test "$(treehash "$app")" = "$h1"
+
+  "${G[@]}" revert --app "$app" >"$WORK/out" 2>&1; rc=$?
+  expect "app$i: revert exits 0" test $rc -eq 0 || cat "$WORK/out"
+  expect "app$i: revert restores the tree byte for byte" test "$(treehash "$app")" = "$h0"
+  "${G[@]}" check --app "$app" >"$WORK/out" 2>&1; rc=$?
+  expect "app$i: check fails after revert" test $rc -ne 0
+  expect "app$i: check says ggml-alloc.c is still there" grep -q 'ggml-alloc.c is still there' "$WORK/out"
+  rm -rf "$app" "$pristine"
+done
+finish

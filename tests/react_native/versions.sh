@@ -1,0 +1,25 @@
+# The supported versions as the tests see them, written down independently of galloc-rn's
+# lib/versions.js: NAME VERSION GGML_DIR PREFIX SHARE FILES_WITH_THE_LINE (comma-separated).
+SUPPORTED=(
+  "whisper.rn 0.4.0-rc.8 cpp wsp no android/src/main/CMakeLists.txt"
+  "whisper.rn 0.4.0-rc.10 cpp wsp yes android/src/main/CMakeLists.txt"
+  "whisper.rn 0.7.4 cpp wsp yes android/src/main/CMakeLists.txt,ios/CMakeLists.txt"
+  "llama.rn 0.12.9 cpp lm no android/src/main/rnllama/CMakeLists.txt,ios/CMakeLists.txt"
+  "llama.rn 0.13.0-rc.5 vendor/llama.cpp/ggml/src - no cmake/rnllama-sources.cmake"
+  "cui-llama.rn 1.6.0 cpp lm no android/src/main/CMakeLists.txt,ios/CMakeLists.txt"
+  "cui-llama.rn 1.12.2 cpp lm no android/src/main/rnllama/CMakeLists.txt,ios/CMakeLists.txt"
+)
+# Apps whose packages can live together (one version of each name per app).
+APP_GROUPS=(
+  "whisper.rn@0.4.0-rc.8 llama.rn@0.12.9 cui-llama.rn@1.6.0"
+  "whisper.rn@0.4.0-rc.10 llama.rn@0.13.0-rc.5 cui-llama.rn@1.12.2"
+  "whisper.rn@0.7.4"
+)
+version_row() {  # version_row NAME VERSION: that row of SUPPORTED
+  local r
+  for r in "${SUPPORTED[@]}"; do
+    read -r n v _ <<<"$r"
+    [[ $n == "$1" && $v == "$2" ]] && { echo "$r"; return 0; }
+  done
+  return 1
+}
