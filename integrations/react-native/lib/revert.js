@@ -8,6 +8,7 @@ const P = require('./pkg');
 const app = require('./app');
 const { readText, commit } = require('./files');
 const { UserError } = require('./errors');
+const { PACKAGE_NAMES } = require('./versions');
 
 function revert(appDir, say) {
   const pkgs = P.installedPackages(appDir);
@@ -45,6 +46,26 @@ function revert(appDir, say) {
       failed = true;
     }
   }
+  // galloc-rn's patches for versions no longer installed (the package was upgraded since).
+  const patchesDir = app.files(appDir).patches;
+  const installed = new Set(pkgs.map((p) => P.patchName(p.name, p.version)));
+  const known = new RegExp(`^(${PACKAGE_NAMES.map((n) => n.replace(/\./g, '\\.')).join('|')})\\+.+\\.patch$`);
+  const stale = fs.existsSync(patchesDir)
+    ? fs.readdirSync(patchesDir).filter((f) => known.test(f) && !installed.has(f) &&
+        P.isOurPatch(readText(path.join(patchesDir, f)) || ''))
+    : [];
+  for (const f of stale) {
+    try {
+      commit([{ file: path.join(patchesDir, f), text: null }], display);
+      say(`removed patches/${f} (for a version that is not installed)`);
+      anything = true;
+    } catch (e) {
+      if (!(e instanceof UserError)) throw e;
+      say(e.message);
+      failed = true;
+    }
+  }
+
   const state = app.readState(appDir);
   if (state && !failed) {
     const f = app.files(appDir);
