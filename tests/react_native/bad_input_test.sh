@@ -12,11 +12,10 @@ tgz=$(pack_tool) || exit 1
 mkdir -p "$WORK/tool" && tar xzf "$tgz" -C "$WORK/tool" --strip-components=1
 G=(node "$WORK/tool/bin/galloc-rn.js")
 
-# The template: whisper.rn 0.4.0-rc.10 (whisper.cpp is edited there) and llama.rn 0.12.9.
+# The template: whisper.rn 0.4.0-rc.10 (small, and whisper.cpp is edited there).
 TEMPLATE=$WORK/template
 make_app "$TEMPLATE"
 install_package "$TEMPLATE" whisper.rn 0.4.0-rc.10
-install_package "$TEMPLATE" llama.rn 0.12.9
 W=node_modules/whisper.rn
 fresh() { rm -rf "$WORK/app" && cp -a "$TEMPLATE" "$WORK/app" && echo "$WORK/app"; }
 run() { "${G[@]}" "$@" >"$WORK/out" 2>&1; echo $? >"$WORK/rc"; cat "$WORK/out" >>"$WORK/all"; }
@@ -26,6 +25,7 @@ says() { grep -qF -- "$1" "$WORK/out"; }
 # 1. An unsupported version: refused, named with the supported ones; whisper.rn untouched,
 #    llama.rn (supported) still handled; exit non-zero.
 app=$(fresh)
+install_package "$app" llama.rn 0.12.9
 node -e "const f='$app/$W/package.json', fs=require('fs'); const j=JSON.parse(fs.readFileSync(f)); j.version='0.7.3'; fs.writeFileSync(f, JSON.stringify(j, null, 2) + '\n')"
 before=$(treehash "$app/$W")
 run apply --app "$app"
@@ -56,7 +56,7 @@ foreign "foreign ggml-alloc.c" cpp/ggml-alloc.c '1i // mine'
 foreign "foreign CMake line" android/src/main/CMakeLists.txt 's|ggml-alloc\.c$|ggml-alloc.c  # mine|'
 foreign "foreign whisper.cpp" cpp/whisper.cpp 's/^struct whisper_state \* whisper_init_state(/struct whisper_state * whisper_init_state (/'
 
-# A foreign change after apply: revert refuses too, and changes nothing.
+# A foreign change after apply: revert refuses too, and changes nothing of that package.
 app=$(fresh)
 run apply --app "$app"
 sed -i 's|ggml-alloc\.cpp$|ggml-alloc.cpp # mine|' "$app/$W/android/src/main/CMakeLists.txt"
@@ -73,7 +73,6 @@ app=$(fresh)
 ro=$(mktemp -d /tmp/galloc-rn-readonly.XXXXXX)
 trap 'rm -rf "$ro"' EXIT
 cp -a "$app" "$ro/app" && cp -a "$WORK/tool" "$ro/tool"
-rm -rf "$ro/app/node_modules/llama.rn"
 chmod 444 "$ro/app/$W/android/src/main/CMakeLists.txt"
 if [[ $(id -u) -eq 0 ]]; then
   chmod 755 "$ro"
@@ -119,4 +118,5 @@ run --help
 expect "--help prints usage" says 'usage: galloc-rn'
 # The messages are for people: no stack traces anywhere above.
 expect "no stack trace in any message" bash -c "! grep -Eq '^ +at |Error: ' '$WORK/all'"
+[[ $failures -eq 0 ]] && rm -rf "$WORK/app" "$WORK/template"
 finish
