@@ -9,6 +9,12 @@
 # sources stay as the tarball has them, the -D flags and the drop-in get the package's own
 # renaming (see package_rename), and so does the smoke test.
 #
+# Another ABI (tests/amalgamation/packages_test.sh --abi): CC and CXX name a cross compiler,
+# GALLOC_GGML_CPU_ARCH the CPU backend's arch sources (x86, the default; arm; or generic, which
+# defines GGML_CPU_GENERIC as the packages' Android builds do for 32-bit x86),
+# GALLOC_GGML_EXTRA_CFLAGS its -march flags, GALLOC_GGML_LDFLAGS the smoke tests' link flags
+# (-static) and GALLOC_GGML_RUN the command that runs them (qemu-aarch64).
+#
 # Produces OUT_DIR/libggml-stock.a, OUT_DIR/include/ and OUT_DIR/include/internal/,
 # and OUT_DIR/libggml-galloc.a: the same library with ggml-alloc.c replaced by galloc's
 # drop-in (ggml-alloc.cpp next to this file, or GALLOC_DROPIN_SOURCE) and galloc itself
@@ -30,6 +36,12 @@ OUT_DIR=$(readlink -f "$2")
 CC=${CC:-$(command -v gcc-12 || command -v gcc || echo cc)}
 CXX=${CXX:-$(command -v g++-12 || command -v g++ || echo c++)}
 JOBS=${GALLOC_JOBS:-2}
+CPU_ARCH=${GALLOC_GGML_CPU_ARCH:-x86}
+case $CPU_ARCH in x86|arm|generic) ;; *) die "GALLOC_GGML_CPU_ARCH is '$CPU_ARCH'; use x86, arm or generic" ;; esac
+# shellcheck disable=SC2206
+RUN_PREFIX=(${GALLOC_GGML_RUN-})
+# shellcheck disable=SC2206
+LINK_FLAGS=(${GALLOC_GGML_LDFLAGS-})
 # The drop-in variant is built by default from galloc's one file, written into OUT_DIR;
 # GALLOC_DROPIN_SOURCE=FILE builds another self-contained file, and GALLOC_DROPIN_SOURCE=""
 # (set but empty) builds the stock library only.
@@ -148,6 +160,7 @@ set_common_flags() {
         "-D${m}GGML_SCHED_MAX_COPIES=4"
         "-D${m}GGML_VERSION=\"$PKG_KEY\"" "-D${m}GGML_COMMIT=\"npm:$PKG_KEY\""
     )
+    if [[ $CPU_ARCH == generic ]]; then COMMON_FLAGS+=("-D${m}GGML_CPU_GENERIC"); fi
 }
 # shellcheck disable=SC2206
 EXTRA_FLAGS=(${GALLOC_GGML_EXTRA_CFLAGS-})   # e.g. -march=native; empty = baseline x86-64
@@ -173,10 +186,12 @@ collect_sources() {
         [[ -f $f ]] && STOCK_SOURCES+=("${f#"$SRC"/}")   # the flat CPU backend (cui-llama.rn 1.6.0)
     done
     if [[ -d $SRC/ggml-cpu ]]; then
-        for f in "$SRC"/ggml-cpu/*.c "$SRC"/ggml-cpu/*.cpp \
-                 "$SRC"/ggml-cpu/arch/x86/quants.c "$SRC"/ggml-cpu/arch/x86/repack.cpp; do
-            STOCK_SOURCES+=("${f#"$SRC"/}")
-        done
+        for f in "$SRC"/ggml-cpu/*.c "$SRC"/ggml-cpu/*.cpp; do STOCK_SOURCES+=("${f#"$SRC"/}"); done
+        if [[ $CPU_ARCH != generic ]]; then
+            for f in "$SRC/ggml-cpu/arch/$CPU_ARCH/quants.c" "$SRC/ggml-cpu/arch/$CPU_ARCH/repack.cpp"; do
+                [[ -f $f ]] && STOCK_SOURCES+=("${f#"$SRC"/}")
+            done
+        fi
     fi
     shopt -u nullglob
 }
@@ -256,7 +271,7 @@ config_string() {
     printf '%s\n' "script=$SCRIPT_PATH" "spec=$NPM_SPEC" "src=$SRC" \
         "cc=$CC $("$CC" -dumpfullversion 2>/dev/null || true)" \
         "cxx=$CXX $("$CXX" -dumpfullversion 2>/dev/null || true)" \
-        "flags=${COMMON_FLAGS[*]} ${EXTRA_FLAGS[*]}" "sources=${STOCK_SOURCES[*]}"
+        "flags=${COMMON_FLAGS[*]} ${EXTRA_FLAGS[*]}" "sources=${STOCK_SOURCES[*]}" "link=${LINK_FLAGS[*]}"
 }
 
 stock_is_fresh() {
@@ -377,10 +392,11 @@ run_smoke() {
     package_rename "$SCRIPT_DIR/$source" "$OUT_DIR/smoke_test.c"
     # EXTRA_FLAGS too: a sanitizer's runtime must be linked as the library was compiled
     if ! "$CC" -std=c11 -O1 -Wall -Wextra "${EXTRA_FLAGS[@]}" "$OUT_DIR/smoke_test.c" -I "$OUT_DIR/include" \
-            -o "$exe" -Wl,--start-group "$lib" "$@" -Wl,--end-group -lstdc++ -lpthread -lm -ldl >"$log" 2>&1; then
+            "${LINK_FLAGS[@]}" -o "$exe" -Wl,--start-group "$lib" "$@" -Wl,--end-group -lstdc++ -lpthread -lm -ldl \
+            >"$log" 2>&1; then
         tail -n 30 "$log" >&2; die "smoke test ($name) failed to compile/link; log: $log"
     fi
-    if ! "$exe" >>"$log" 2>&1; then
+    if ! "${RUN_PREFIX[@]}" "$exe" >>"$log" 2>&1; then
         tail -n 30 "$log" >&2; die "smoke test ($name) failed; log: $log"
     fi
     step "smoke test ($name) passed: $(tail -n 1 "$log")"
