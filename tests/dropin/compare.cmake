@@ -14,8 +14,12 @@
 # ARGS (the program opens its share groups). Its exact lines must match stock's, its sizes
 # must be no larger than best's, and those whose key matches SHARE_SMALLER (a regex) smaller.
 #
+# The stock, ggml and best runs share nothing (GALLOC_SHARE=0, whatever share groups the program
+# or the package's own code opens); the shared run takes the build's default (GALLOC_SHARE unset).
+# With -DEMULATOR=cmd (a list, e.g. qemu-aarch64) every run goes through it (another ABI).
+#
 # cmake -DSTOCK=exe -DGALLOC=exe -DOUT=dir [-DARGS=case] [-DGGML_SIZES=ANY]
-#       [-DSHARE_ARGS=args -DSHARE_SMALLER=regex] -P compare.cmake
+#       [-DSHARE_ARGS=args -DSHARE_SMALLER=regex] [-DEMULATOR=cmd] -P compare.cmake
 foreach(var STOCK GALLOC OUT)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "compare.cmake: -D${var}=... is required")
@@ -34,14 +38,15 @@ if(DEFINED SHARE_ARGS)
 endif()
 
 foreach(v IN LISTS variants)
-  set(cmd "${exe_${v}}")
+  set(cmd ${EMULATOR} "${exe_${v}}")
   set(args ${ARGS})
   if(v STREQUAL "shared")
     set(cmd "${CMAKE_COMMAND}" -E env "GALLOC_STRATEGY=best" "GALLOC_SHARE_CHECK=1" "--unset=GALLOC_SHARE"
-            "--unset=GALLOC_DUMP" "${GALLOC}")
+            "--unset=GALLOC_DUMP" ${EMULATOR} "${GALLOC}")
     set(args ${SHARE_ARGS})
   elseif(NOT v STREQUAL "stock")
-    set(cmd "${CMAKE_COMMAND}" -E env "GALLOC_STRATEGY=${v}" "--unset=GALLOC_SHARE" "--unset=GALLOC_DUMP" "${exe_${v}}")
+    set(cmd "${CMAKE_COMMAND}" -E env "GALLOC_STRATEGY=${v}" "GALLOC_SHARE=0" "--unset=GALLOC_DUMP" ${EMULATOR}
+            "${exe_${v}}")
   endif()
   execute_process(COMMAND ${cmd} ${args}
                   OUTPUT_FILE "${OUT}/${v}.txt" ERROR_FILE "${OUT}/${v}.err"
