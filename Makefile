@@ -23,9 +23,12 @@ PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
 
 # Each is used: GoogleTest (unit tests), nlohmann-json (graph files), zlib (gzip'd graph
 # files), CLI11 (the CLI), RapidCheck (property tests), Chromium (the timeline page's
-# browser test), clang and its runtime (the clang build and the fuzzers).
+# browser test), clang and its runtime (the clang build and the fuzzers), the cross compilers
+# and qemu-user (the packages' other ABIs: aarch64, armhf, i686; Debian's g++-multilib cannot
+# be installed beside the ARM cross compilers, so i686 has its own).
 DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev zlib1g-dev librapidcheck-dev \
-                   chromium clang clang-format libclang-rt-14-dev
+                   chromium clang clang-format libclang-rt-14-dev \
+                   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-i686-linux-gnu qemu-user
 
 .PHONY: all deps ggml configure build run test unit-test asan-test tsan-test clang-test clean
 

@@ -9,18 +9,49 @@
 # GALLOC_STRATEGY=ggml and no larger with best). Last, whisper.rn's whisper.cpp and llama.rn's
 # llama.cpp, with their renamed drop-ins, link into one program and both clients run in it.
 #
-# usage: packages_test.sh GALLOC_ROOT OUT_ROOT NPM_SPEC...
+# With --abi, the same for another ABI the packages ship, cross-built as their Android builds
+# build it (Debian's cross compilers, statically linked) and run under qemu-user: aarch64 (-march=armv8.2-a+fp16, the arm sources), armhf (-march=armv7-a
+# -mfpu=neon-vfpv4, the arm sources) and i686 (generic CPU code). Its builds go to
+# OUT_ROOT/ABI/, and it has no two-package program.
+#
+# usage: packages_test.sh [--abi aarch64|armhf|i686] GALLOC_ROOT OUT_ROOT NPM_SPEC...
 #   the first whisper.rn and the first llama.rn spec make the two-package program
 set -euo pipefail
 
+ABI=""
+if [[ ${1-} == --abi ]]; then ABI=$2; shift 2; fi
 ROOT=$1 OUT_ROOT=$2
 shift 2
 mkdir -p "$OUT_ROOT"
 FILE=$OUT_ROOT/ggml-alloc.cpp
-"$ROOT/integrations/ggml/amalgamate.sh" "$FILE.new"
-if cmp -s "$FILE.new" "$FILE"; then rm "$FILE.new"; else mv "$FILE.new" "$FILE"; fi
+# the native test and the ABI tests write the same file, perhaps at once: each its own temp
+new_file=$(mktemp "$FILE.XXXXXX")
+"$ROOT/integrations/ggml/amalgamate.sh" "$new_file"
+if cmp -s "$new_file" "$FILE"; then rm "$new_file"; else mv "$new_file" "$FILE"; fi
 
 export CC=clang CXX=clang++ GALLOC_GGML_AS_SHIPPED=1
+EMULATOR=()     # runs the ABI's programs
+LINK_FLAGS=()   # links them
+BUILD_ROOT=$OUT_ROOT
+case $ABI in
+    "") ;;
+    aarch64) CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ EMULATOR=(qemu-aarch64)
+             export GALLOC_GGML_CPU_ARCH=arm GALLOC_GGML_EXTRA_CFLAGS="-march=armv8.2-a+fp16" ;;
+    armhf)   CC=arm-linux-gnueabihf-gcc CXX=arm-linux-gnueabihf-g++ EMULATOR=(qemu-arm)
+             export GALLOC_GGML_CPU_ARCH=arm GALLOC_GGML_EXTRA_CFLAGS="-march=armv7-a -mfpu=neon-vfpv4" ;;
+    # qemu-i386 too: a kernel without IA32 emulation (as in containers) cannot run i686 code
+    i686)    CC=i686-linux-gnu-gcc CXX=i686-linux-gnu-g++ EMULATOR=(qemu-i386)
+             export GALLOC_GGML_CPU_ARCH=generic GALLOC_GGML_EXTRA_CFLAGS="" ;;
+    *) echo "packages_test.sh: unknown ABI '$ABI'; use aarch64, armhf or i686" >&2; exit 2 ;;
+esac
+if [[ -n $ABI ]]; then
+    for tool in "$CC" "$CXX" "${EMULATOR[@]}"; do
+        command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (make deps installs it)"; exit 1; }
+    done
+    LINK_FLAGS=(-static)
+    BUILD_ROOT=$OUT_ROOT/$ABI
+    export GALLOC_GGML_LDFLAGS=-static GALLOC_GGML_RUN="${EMULATOR[*]}"
+fi
 # package_rename, for the client (an app's own code is renamed like ggml's)
 die() { echo "FAIL: $*" >&2; exit 1; }
 step() { :; }
@@ -66,17 +97,20 @@ client() {
         done
         local kind
         for kind in stock galloc; do
-            clang++ -std=c++17 -O1 -I"$out/client" -isystem "$out/$lib/include" -isystem "$out/include" \
+            "$CXX" -std=c++17 -O1 -I"$out/client" -isystem "$out/$lib/include" -isystem "$out/include" \
                 "$out/client/$name.cpp" "$out/$lib/lib$lib.a" "$out/libggml-$kind.a" -lpthread -lm -ldl \
-                "${link[@]}" -o "$out/client/${name}_$kind" || exit 1
+                "${link[@]}" "${LINK_FLAGS[@]}" -o "$out/client/${name}_$kind" || exit 1
         done
     ) >"$out/client.log" 2>&1 || { tail -n 20 "$out/client.log"; return 1; }
     local args=$out/client/run/tiny-whisper.bin
     [[ $name == llama_client ]] && args=$out/client/run/tiny-llama.gguf
     [[ $tests == tests/legacy ]] && args+=";tiny"
     [[ $name == whisper_client && $tests != tests/legacy ]] && compare_args+=("-DSHARE_ARGS=$args;test;share")
+    local emulator
+    emulator=$(IFS=';'; echo "${EMULATOR[*]}")
     cmake -DSTOCK="$out/client/${name}_stock" -DGALLOC="$out/client/${name}_galloc" -DOUT="$out/client/run" \
-        -DARGS="$args" "${compare_args[@]}" -P "$ROOT/tests/dropin/compare.cmake" >"$out/compare.log" 2>&1 \
+        -DARGS="$args" -DEMULATOR="$emulator" "${compare_args[@]}" -P "$ROOT/tests/dropin/compare.cmake" \
+        >"$out/compare.log" 2>&1 \
         || { tail -n 30 "$out/compare.log"; return 1; }
     echo "ok: $spec: $lib.cpp $(head -n 1 "$out/compare.log" | sed 's/^-- //'), buffers:"
     sed -n '2,$p' "$out/compare.log" | grep -E '^  [a-z_]+\.' | head -n 16
@@ -94,9 +128,9 @@ inplace_check() {
         source "$ROOT/integrations/ggml/package.sh"
         package_rename "$ROOT/tests/amalgamation/inplace_ops.c" "$dir/inplace_ops.c"
         for kind in stock galloc; do
-            clang -std=c11 -O1 -I "$out/include" -isystem "$out/include/internal" "$dir/inplace_ops.c" \
-                "$out/libggml-$kind.a" -lstdc++ -lpthread -lm -ldl -o "$dir/inplace_ops_$kind" || exit 1
-            "$dir/inplace_ops_$kind" >"$dir/$kind.txt" || exit 1
+            "$CC" -std=c11 -O1 -I "$out/include" -isystem "$out/include/internal" "$dir/inplace_ops.c" \
+                "$out/libggml-$kind.a" -lstdc++ -lpthread -lm -ldl "${LINK_FLAGS[@]}" -o "$dir/inplace_ops_$kind" || exit 1
+            "${EMULATOR[@]}" "$dir/inplace_ops_$kind" >"$dir/$kind.txt" || exit 1
         done
     ) >"$dir.log" 2>&1 || { tail -n 10 "$dir.log"; return 1; }
     if ! diff "$dir/stock.txt" "$dir/galloc.txt" >"$dir/diff.txt"; then
@@ -105,26 +139,57 @@ inplace_check() {
     echo "ok: $spec: ggml_op_can_inplace as stock for all $(wc -l <"$dir/stock.txt") ops ($(grep -c ' 1$' "$dir/stock.txt") in place)"
 }
 
+# chunk_check SPEC OUT: where this ggml splits compute buffers into chunks, galloc chooses
+# among them as stock does on this ABI (tests/amalgamation/chunk_choice.cpp, compare.cmake)
+chunk_check() {
+    local spec=$1 out=$2 dir=$2/chunks
+    (NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; grep -q VBUFFER_MAX_CHUNKS "$SRC/ggml-alloc.c") \
+        || return 2
+    mkdir -p "$dir"
+    (
+        NPM_SPEC=$spec
+        # shellcheck source=../../integrations/ggml/package.sh
+        source "$ROOT/integrations/ggml/package.sh"
+        package_rename "$ROOT/tests/amalgamation/chunk_choice.cpp" "$dir/chunk_choice.cpp"
+        for kind in stock galloc; do
+            "$CXX" -std=c++17 -O1 -I "$out/include" -isystem "$out/include/internal" "$dir/chunk_choice.cpp" \
+                "$out/libggml-$kind.a" -lpthread -lm -ldl "${LINK_FLAGS[@]}" -o "$dir/chunk_choice_$kind" || exit 1
+        done
+    ) >"$dir.log" 2>&1 || { tail -n 10 "$dir.log"; return 1; }
+    local emulator
+    emulator=$(IFS=';'; echo "${EMULATOR[*]}")
+    cmake -DSTOCK="$dir/chunk_choice_stock" -DGALLOC="$dir/chunk_choice_galloc" -DOUT="$dir/run" \
+        -DEMULATOR="$emulator" -P "$ROOT/tests/dropin/compare.cmake" >"$dir/compare.log" 2>&1 \
+        || { tail -n 30 "$dir/compare.log"; return 1; }
+    echo "ok: $spec${ABI:+ ($ABI)}: chunks as stock: $(grep -m1 'exact facts' "$dir/compare.log" | sed 's/^-- //'); 3 GiB: $(sed -n 's/^layout three_gib.chunks //p' "$dir/run/stock.txt") stock, $(sed -n 's/^layout three_gib.chunks //p' "$dir/run/best.txt") best"
+}
+
 passed=0 failed=0
 whisper_dir="" llama_dir=""
+mkdir -p "$BUILD_ROOT"
 for spec in "$@"; do
-    out=$OUT_ROOT/${spec//@/-}
-    # the package's Android flags for ggml-alloc.c (build.sh adds -O2 -DNDEBUG -fPIC before)
+    out=$BUILD_ROOT/${spec//@/-}
+    # the package's Android flags for ggml-alloc.c (build.sh adds -O2 -DNDEBUG -fPIC before);
+    # -ffp-model=fast is clang's name for GCC's -ffast-math
     flags="-std=c++17 -O3 -fvisibility=hidden -fvisibility-inlines-hidden -Werror -Wall -Wextra"
-    [[ $spec == whisper.rn@* ]] || flags+=" -ffp-model=fast -fno-finite-math-only"
+    if [[ $spec != whisper.rn@* ]]; then
+        if [[ $CXX == clang* ]]; then flags+=" -ffp-model=fast"; else flags+=" -ffast-math"; fi
+        flags+=" -fno-finite-math-only"
+    fi
+    log=$BUILD_ROOT/build-${spec//@/-}.log
     if GALLOC_DROPIN_SOURCE="$FILE" GALLOC_DROPIN_CFLAGS="$flags" \
-            "$ROOT/integrations/ggml/build.sh" "$spec" "$out" >"$OUT_ROOT/build-${spec//@/-}.log" 2>&1; then
-        echo "ok: $spec: $(grep 'smoke test (galloc)' "$OUT_ROOT/build-${spec//@/-}.log")"
+            "$ROOT/integrations/ggml/build.sh" "$spec" "$out" >"$log" 2>&1; then
+        echo "ok: $spec${ABI:+ ($ABI)}: $(grep 'smoke test (galloc)' "$log")"
         passed=$((passed + 1))
         # the iOS builds of the newer packages use C++20: the same renamed file, as C++20
-        if clang++ ${flags/-std=c++17/-std=c++20} -DNDEBUG -I "$out/include" -I "$out/include/internal" \
+        if "$CXX" ${flags/-std=c++17/-std=c++20} -DNDEBUG -I "$out/include" -I "$out/include/internal" \
                 -c "$out/ggml-alloc.renamed.cpp" -o "$out/ggml-alloc.cxx20.o" >"$out/cxx20.log" 2>&1; then
             echo "ok: $spec: the renamed file also builds as C++20"; passed=$((passed + 1))
         else
             echo "FAIL: $spec: as C++20"; head -n 20 "$out/cxx20.log"; failed=$((failed + 1))
         fi
     else
-        echo "FAIL: $spec"; tail -n 20 "$OUT_ROOT/build-${spec//@/-}.log"; failed=$((failed + 1))
+        echo "FAIL: $spec${ABI:+ ($ABI)}"; tail -n 20 "$log"; failed=$((failed + 1))
         continue
     fi
     if client "$spec" "$out"; then
@@ -145,6 +210,13 @@ for spec in "$@"; do
         0) passed=$((passed + 1)) ;;
         2) ;;   # this ggml keeps the list to ggml-alloc.c: nothing to compare
         *) echo "FAIL: $spec: ggml_op_can_inplace"; failed=$((failed + 1)) ;;
+    esac
+    rc=0
+    chunk_check "$spec" "$out" || rc=$?
+    case $rc in
+        0) passed=$((passed + 1)) ;;
+        2) ;;   # one buffer per buffer type: no chunks to choose among
+        *) echo "FAIL: $spec${ABI:+ ($ABI)}: the chunks"; failed=$((failed + 1)) ;;
     esac
 done
 
@@ -193,7 +265,9 @@ two_clients() {
     echo "ok: $(basename "$w")'s whisper.cpp and $(basename "$l")'s llama.cpp in one program: $(wc -l <"$two/together.txt") reports as alone"
 }
 
-if [[ -n $whisper_dir && -n $llama_dir ]]; then
+if [[ -n $ABI ]]; then
+    :   # the two-package program is checked natively
+elif [[ -n $whisper_dir && -n $llama_dir ]]; then
     if two_clients; then passed=$((passed + 1)); else echo "FAIL: two packages in one program"; failed=$((failed + 1)); fi
 else
     echo "FAIL: the two-package program needs a whisper.rn and a llama.rn spec whose clients run"
