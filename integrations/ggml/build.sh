@@ -334,7 +334,9 @@ build_galloc() {
     local objdir=$OUT_DIR/obj-galloc log=$OUT_DIR/build-galloc.log
     dropin=$(readlink -f "$GALLOC_DROPIN_SOURCE") || die "GALLOC_DROPIN_SOURCE not found"
     [[ -f $dropin ]] || die "GALLOC_DROPIN_SOURCE '$GALLOC_DROPIN_SOURCE' is not a file"
-    if [[ $AS_SHIPPED == 1 ]]; then   # the app's copy: renamed as the package renames ggml-alloc.c
+    # the app's copy: renamed as the package renames ggml-alloc.c, unless GALLOC_DROPIN_RENAMED=1
+    # says the file is renamed already (the one galloc-rn apply wrote into the package)
+    if [[ $AS_SHIPPED == 1 && ${GALLOC_DROPIN_RENAMED-} != 1 ]]; then
         local renamed=$OUT_DIR/ggml-alloc.renamed.cpp
         package_rename "$dropin" "$renamed.tmp"
         if cmp -s "$renamed.tmp" "$renamed"; then rm -f "$renamed.tmp"; else mv "$renamed.tmp" "$renamed"; fi

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The one-file drop-in inside the packages' ggml as they ship it: for each npm package, its
-# ggml sources keep their prefix (lm_ggml_, wsp_ggml_), the package's own renaming runs over
-# the amalgamated file, and clang builds ggml with it in place of ggml-alloc.c (C++17 and the
-# package's Android flags for it); build.sh's smoke test then computes a graph with each.
-# Then the package's real client, whisper.cpp or llama.cpp, built from the same prefixed
-# sources, runs the drop-in tests' client (tests/dropin/*_client.cpp, renamed like an app's
-# code) on stock and on galloc (compare.cmake: outputs bit-identical, buffers equal with
-# GALLOC_STRATEGY=ggml and no larger with best). Last, whisper.rn's whisper.cpp and llama.rn's
-# llama.cpp, with their renamed drop-ins, link into one program and both clients run in it.
+# The one-file drop-in inside the packages' ggml as an app gets it: galloc-rn, packed as npm
+# packs it, applies itself to each package's tarball in a scratch app, and the files it wrote
+# there are what is built, byte for byte: its renamed ggml-alloc.cpp in place of ggml-alloc.c,
+# which clang builds into the package's prefixed ggml (lm_ggml_, wsp_ggml_) with the package's
+# Android flags, and build.sh's smoke test runs. Then the package's real client, whisper.cpp or
+# llama.cpp, built from the same prefixed sources, runs the drop-in tests' client
+# (tests/dropin/*_client.cpp, renamed like an app's code) on the package as shipped and on the
+# package as galloc-rn patched it (compare.cmake: outputs bit-identical, buffers equal with
+# GALLOC_STRATEGY=ggml and no larger with best; for whisper.rn a fourth run with the patched
+# whisper.cpp's own share group around each state, whose buffers must be smaller). Last,
+# whisper.rn's whisper.cpp and llama.rn's llama.cpp, with their renamed drop-ins, link into one
+# program and both clients run in it.
 #
 # With --abi, the same for another ABI the packages ship, cross-built as their Android builds
 # build it (Debian's cross compilers, statically linked) and run under qemu-user: aarch64 (-march=armv8.2-a+fp16, the arm sources), armhf (-march=armv7-a
@@ -23,11 +26,6 @@ if [[ ${1-} == --abi ]]; then ABI=$2; shift 2; fi
 ROOT=$1 OUT_ROOT=$2
 shift 2
 mkdir -p "$OUT_ROOT"
-FILE=$OUT_ROOT/ggml-alloc.cpp
-# the native test and the ABI tests write the same file, perhaps at once: each its own temp
-new_file=$(mktemp "$FILE.XXXXXX")
-"$ROOT/integrations/ggml/amalgamate.sh" "$new_file"
-if cmp -s "$new_file" "$FILE"; then rm "$new_file"; else mv "$new_file" "$FILE"; fi
 
 export CC=clang CXX=clang++ GALLOC_GGML_AS_SHIPPED=1
 EMULATOR=()     # runs the ABI's programs
@@ -56,9 +54,30 @@ fi
 die() { echo "FAIL: $*" >&2; exit 1; }
 step() { :; }
 
+# galloc-rn as an app installs it: npm pack (its prepack writes the one file), then unpacked.
+TOOL_DIR=$BUILD_ROOT/galloc-rn
+rm -rf "$TOOL_DIR" && mkdir -p "$TOOL_DIR"
+(cd "$ROOT/integrations/react-native" && npm pack --pack-destination "$TOOL_DIR" --loglevel=error) \
+    >"$TOOL_DIR/pack.log" 2>&1 || { tail -n 20 "$TOOL_DIR/pack.log"; die "npm pack of galloc-rn failed"; }
+tar -xzf "$TOOL_DIR"/galloc-rn-*.tgz -C "$TOOL_DIR"
+TOOL=$TOOL_DIR/package/bin/galloc-rn.js
+
+# patched_app SPEC APP: the package's tarball as npm serves it in APP/node_modules, and
+# galloc-rn apply run there (sharing on, as by default)
+patched_app() {
+    local spec=$1 app=$2
+    local name=${spec%@*}
+    (NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; fetch_tarball; echo "$TARBALL") >"$app.tarball" \
+        || return 1
+    rm -rf "$app" && mkdir -p "$app/node_modules/$name"
+    tar -xzf "$(cat "$app.tarball")" -C "$app/node_modules/$name" --strip-components=1 --no-same-owner || return 1
+    printf '{\n  "name": "packages-test-app",\n  "version": "1.0.0",\n  "private": true\n}\n' >"$app/package.json"
+    node "$TOOL" apply --app "$app" >"$app.log" 2>&1 || { tail -n 20 "$app.log"; return 1; }
+}
+
 # client SPEC OUT: the package's whisper.cpp or llama.cpp and the drop-in tests' client for it
 client() {
-    local spec=$1 out=$2 name builder tests=tests/dropin
+    local spec=$1 out=$2 app=$3 name builder tests=tests/dropin
     local -a wraps compare_args=()
     case $spec in
         whisper.rn@*) name=whisper_client builder=build-whisper.sh
@@ -95,24 +114,40 @@ client() {
             package_rename <(echo "$w") "$out/client/wrap"
             link+=("-Wl,--wrap=$(cat "$out/client/wrap")")
         done
-        local kind
+        # galloc-rn's whisper.cpp (a share group around each state), compiled as build-whisper.sh
+        # compiled the package's own, for the package as patched
+        local patched_lib=$out/$lib/lib$lib.a patched=$app/node_modules/${spec%@*}/cpp/$lib.cpp
+        if [[ $lib == whisper ]] && grep -q whisper_init_state_unshared "$patched"; then
+            local -a flags
+            read -r -a flags <<<"$(sed -n 's/^flags=//p' "$out/$lib/.lib$lib.stamp")"
+            "$CXX" "${flags[@]}" -c "$patched" -o "$out/client/$lib-patched.o" || exit 1
+            patched_lib=$out/client/$lib-patched.o
+        fi
+        local kind library
         for kind in stock galloc; do
+            library=$out/$lib/lib$lib.a
+            [[ $kind == galloc ]] && library=$patched_lib
             "$CXX" -std=c++17 -O1 -I"$out/client" -isystem "$out/$lib/include" -isystem "$out/include" \
-                "$out/client/$name.cpp" "$out/$lib/lib$lib.a" "$out/libggml-$kind.a" -lpthread -lm -ldl \
+                "$out/client/$name.cpp" "$library" "$out/libggml-$kind.a" -lpthread -lm -ldl \
                 "${link[@]}" "${LINK_FLAGS[@]}" -o "$out/client/${name}_$kind" || exit 1
         done
     ) >"$out/client.log" 2>&1 || { tail -n 20 "$out/client.log"; return 1; }
     local args=$out/client/run/tiny-whisper.bin
     [[ $name == llama_client ]] && args=$out/client/run/tiny-llama.gguf
     [[ $tests == tests/legacy ]] && args+=";tiny"
-    [[ $name == whisper_client && $tests != tests/legacy ]] && compare_args+=("-DSHARE_ARGS=$args;test;share")
+    # the shared run: the patched whisper.cpp opens the share groups itself
+    if [[ $name == whisper_client && $tests != tests/legacy ]]; then
+        grep -q whisper_init_state_unshared "$app/node_modules/${spec%@*}/cpp/whisper.cpp" \
+            || { echo "galloc-rn did not open a share group in whisper.cpp"; return 1; }
+        compare_args+=("-DSHARE_ARGS=$args")
+    fi
     local emulator
     emulator=$(IFS=';'; echo "${EMULATOR[*]}")
     cmake -DSTOCK="$out/client/${name}_stock" -DGALLOC="$out/client/${name}_galloc" -DOUT="$out/client/run" \
         -DARGS="$args" -DEMULATOR="$emulator" "${compare_args[@]}" -P "$ROOT/tests/dropin/compare.cmake" \
         >"$out/compare.log" 2>&1 \
         || { tail -n 30 "$out/compare.log"; return 1; }
-    echo "ok: $spec: $lib.cpp $(head -n 1 "$out/compare.log" | sed 's/^-- //'), buffers:"
+    echo "ok: $spec${ABI:+ ($ABI)}: $lib.cpp $(grep -m1 'exact facts' "$out/compare.log" | sed 's/^-- //'), buffers:"
     sed -n '2,$p' "$out/compare.log" | grep -E '^  [a-z_]+\.' | head -n 16
 }
 
@@ -177,14 +212,28 @@ for spec in "$@"; do
         flags+=" -fno-finite-math-only"
     fi
     log=$BUILD_ROOT/build-${spec//@/-}.log
-    if GALLOC_DROPIN_SOURCE="$FILE" GALLOC_DROPIN_CFLAGS="$flags" \
+    app=$BUILD_ROOT/apps/${spec//@/-}
+    mkdir -p "$BUILD_ROOT/apps"
+    if ! patched_app "$spec" "$app"; then
+        echo "FAIL: $spec: galloc-rn apply (log: $app.log)"; failed=$((failed + 1))
+        continue
+    fi
+    mapfile -t files < <(find "$app/node_modules/${spec%@*}" -name ggml-alloc.cpp)
+    if [[ ${#files[@]} -ne 1 ]]; then
+        echo "FAIL: $spec: galloc-rn apply wrote ${#files[@]} ggml-alloc.cpp files"; failed=$((failed + 1))
+        continue
+    fi
+    if GALLOC_DROPIN_SOURCE="${files[0]}" GALLOC_DROPIN_RENAMED=1 GALLOC_DROPIN_CFLAGS="$flags" \
             "$ROOT/integrations/ggml/build.sh" "$spec" "$out" >"$log" 2>&1; then
         echo "ok: $spec${ABI:+ ($ABI)}: $(grep 'smoke test (galloc)' "$log")"
         passed=$((passed + 1))
-        # the iOS builds of the newer packages use C++20: the same renamed file, as C++20
-        if "$CXX" ${flags/-std=c++17/-std=c++20} -DNDEBUG -I "$out/include" -I "$out/include/internal" \
-                -c "$out/ggml-alloc.renamed.cpp" -o "$out/ggml-alloc.cxx20.o" >"$out/cxx20.log" 2>&1; then
-            echo "ok: $spec: the renamed file also builds as C++20"; passed=$((passed + 1))
+        # the iOS builds of the newer packages use C++20 (clang, natively: the language does
+        # not change with the ABI)
+        if [[ -n $ABI ]]; then
+            :
+        elif "$CXX" ${flags/-std=c++17/-std=c++20} -DNDEBUG -I "$out/include" -I "$out/include/internal" \
+                -c "${files[0]}" -o "$out/ggml-alloc.cxx20.o" >"$out/cxx20.log" 2>&1; then
+            echo "ok: $spec: the patched file also builds as C++20"; passed=$((passed + 1))
         else
             echo "FAIL: $spec: as C++20"; head -n 20 "$out/cxx20.log"; failed=$((failed + 1))
         fi
@@ -192,7 +241,7 @@ for spec in "$@"; do
         echo "FAIL: $spec${ABI:+ ($ABI)}"; tail -n 20 "$log"; failed=$((failed + 1))
         continue
     fi
-    if client "$spec" "$out"; then
+    if client "$spec" "$out" "$app"; then
         passed=$((passed + 1))
         prepared=$(NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; echo "$PREPARED")
         case $spec in
