@@ -120,7 +120,7 @@ function apply(appDir, { share }, say) {
     for (const ios of new Set(done.map((p) => p.entry.buildFromSource.ios).filter(Boolean))) {
       const names = done.filter((p) => p.entry.buildFromSource.ios === ios).map((p) => p.name);
       const link = names.length > 1 ? 'link their prebuilt frameworks' : 'links its prebuilt framework';
-      todo.push(`iOS: install pods with \`${ios}\` in ios/ (without it, ${names.join(' and ')} ${link}, which have no galloc)`);
+      todo.push(`iOS: install pods with \`${ios}\` in ios/ (without it, ${names.join(' and ')} ${link}, built without galloc)`);
     }
     if (changed) {
       todo.push('commit patches/ and package.json; `npm install` then runs patch-package, which puts the change back');
