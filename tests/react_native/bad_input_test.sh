@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # galloc-rn on bad input: each failure exits non-zero, names the problem, and leaves the
 # package as it was. An unsupported version; foreign changes to ggml-alloc.c, the CMake line
-# and whisper.cpp; a read-only file; revert with nothing applied; no package at all; usage.
+# and whisper.cpp; a read-only file; a write that fails after others were made; revert with
+# nothing applied; no package at all; usage.
 # usage: bad_input_test.sh SOURCE_DIR WORK_DIR
 set -uo pipefail
 ROOT=$(readlink -f "$1") WORK=$2
@@ -88,6 +89,16 @@ expect "read-only: apply exits non-zero" test "$(rc)" -ne 0
 expect "read-only: the message names the file" says "$W/android/src/main/CMakeLists.txt is read-only"
 expect "read-only: the app unchanged" test "$(treehash "$ro/app")" = "$before"
 rm -rf "$ro"
+
+# 5b. A write that fails after the package's own files were written: a file named patches in
+#     the app's root, where the patch goes last. What was written is put back.
+app=$(fresh)
+echo "not a folder" >"$app/patches"
+before=$(treehash "$app/$W")
+run apply --app "$app"
+expect "failed partway: apply exits non-zero" test "$(rc)" -ne 0
+expect "failed partway: the message names the file" says "cannot write patches/whisper.rn+0.4.0-rc.10.patch"
+expect "failed partway: whisper.rn put back as it was" test "$(treehash "$app/$W")" = "$before"
 
 # 6. revert with nothing applied: a no-op that says so.
 app=$(fresh)
