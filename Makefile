@@ -30,7 +30,7 @@ DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev z
                    chromium clang clang-format libclang-rt-14-dev \
                    g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-i686-linux-gnu qemu-user
 
-.PHONY: all deps ggml configure build run test unit-test asan-test tsan-test clang-test clean
+.PHONY: all deps ggml configure build run test bench unit-test asan-test tsan-test clang-test clean
 
 all: build
 
@@ -74,6 +74,12 @@ run: build
 	@mkdir -p out
 	@$(BUILD)/bin/galloc render $(lastword $(RUN_GRAPHS)) --html out/report.html
 	@echo "wrote out/report.html (open it in a browser)"
+
+# The benchmark programs of bench/ (no test runs them, so the default build leaves them out);
+# docs/PERFORMANCE.md gives each one's command.
+bench: build
+	@cmake --build $(BUILD) -j$(JOBS) --target galloc_benches -- --no-print-directory
+	@ls $(BUILD)/bench/galloc_*
 
 # Unit, C API, consumer, differential and amalgamation tests; then the unit tests and the
 # drop-in's shared-arena tests under ASan + UBSan, the unit tests under TSan (shared arenas are
