@@ -4,7 +4,6 @@
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 TSAN_BUILD  ?= build-tsan
-CLANG_BUILD ?= build-clang
 JOBS       ?= 2
 GGML_CACHE ?= $(HOME)/.cache/galloc/ggml
 UPSTREAM_SPEC := llama.rn@0.12.9
@@ -30,7 +29,7 @@ DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev z
                    chromium clang clang-format libclang-rt-14-dev \
                    g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-i686-linux-gnu qemu-user
 
-.PHONY: all deps ggml configure build run test bench unit-test asan-test tsan-test clang-test clean
+.PHONY: all deps ggml configure build run test bench unit-test asan-test tsan-test clean
 
 all: build
 
@@ -81,15 +80,14 @@ bench: build
 	@cmake --build $(BUILD) -j$(JOBS) --target galloc_benches -- --no-print-directory
 	@ls $(BUILD)/bench/galloc_*
 
-# Unit, C API, consumer, differential and amalgamation tests; then the unit tests and the
-# drop-in's shared-arena tests under ASan + UBSan, the unit tests under TSan (shared arenas are
-# used from several threads), and built with clang++.
+# Unit, C API, consumer, differential and amalgamation tests (built with g++); then the unit
+# tests and the drop-in's shared-arena tests under ASan + UBSan (g++), and the unit tests built
+# with clang++ under TSan (shared arenas are used from several threads).
 test: ggml
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@$(MAKE) --no-print-directory asan-test
 	@$(MAKE) --no-print-directory tsan-test
-	@$(MAKE) --no-print-directory clang-test
 
 # With the sanitized ggml (make ggml), the drop-in's shared-arena tests run under ASan too.
 SANITIZED_READY = $(wildcard $(GGML_SANITIZED)/libggml-stock.a)
@@ -101,15 +99,11 @@ asan-test: deps
 	  $(if $(SANITIZED_READY),galloc_dropin_sanitized,)
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L "unit|dropin-sanitized"
 
+# clang++, so that one build checks clang's warnings (-Werror) and runs the tests under TSan.
 tsan-test: deps
-	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_SANITIZE_THREAD=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null
+	@CXX=clang++ CC=clang cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_SANITIZE_THREAD=ON -DGALLOC_BUILD_TOOLS=OFF >/dev/null
 	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
 	@cd $(TSAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
 
-clang-test: deps
-	@CXX=clang++ CC=clang cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGALLOC_BUILD_TOOLS=OFF >/dev/null
-	@cmake --build $(CLANG_BUILD) -j$(JOBS) --target galloc_unit_tests galloc_c_api_test
-	@cd $(CLANG_BUILD) && ctest --output-on-failure -j$(JOBS) -L unit
-
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
