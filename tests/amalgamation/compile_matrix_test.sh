@@ -18,7 +18,7 @@ FILE=$WORK/ggml-alloc.cpp
 
 WARNINGS=(-Wall -Wextra -Wpedantic -Wshadow -Werror)
 FLAG_SETS=("-O3 -DNDEBUG -fvisibility=hidden -fvisibility-inlines-hidden -flto"
-           "-O0 -g")
+           "-O0")
 passed=0 failed=0
 # compile NAME FILE INCLUDE COMPILER STD FLAGS: one build, then its global symbols
 compile() {
