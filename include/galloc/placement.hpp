@@ -98,7 +98,8 @@ struct GreedyOptions {
 // it is live with; among equals, the one live at the busiest step first, then by `order`:
 // the exact search's first descent without its backtracking
 // (src/strategies/lowest_offset_first.cpp). It costs about as much as one greedy variant;
-// with kBusiestThenArea it reaches the live lower bound on every zoo graph.
+// kBusiestThenArea is the default because it reaches the lower bound most often
+// (docs/PERFORMANCE.md has the graphs and figures).
 enum class LowestOffsetOrder {
   kBusiestThenArea,      // then the larger size x lifetime, then the longer (MiniMalloc's TAW)
   kBusiestThenLifetime,  // then the longer lifetime, then the larger area (TWA)

@@ -1,5 +1,6 @@
 // A plan: where every planned tensor lives, how big each buffer's chunks are, and how far
-// that is from the lower bound. Plus the validator, which trusts no strategy.
+// that is from the lower bound. (galloc/validator.hpp checks the placement under it against
+// the problem alone.)
 #pragma once
 
 #include <string>
