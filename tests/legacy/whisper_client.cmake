@@ -27,20 +27,14 @@ function(galloc_add_legacy_whisper_client_test dir)
     VERBATIM)
   # build.sh may reinstall the headers whisper.cpp compiles against: build whisper.cpp after it
   add_dependencies(galloc_legacy_whisper galloc_dropin_lib_legacy)
-  foreach(kind stock galloc)
-    set(exe galloc_legacy_whisper_client_${kind})
-    add_executable(${exe} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/whisper_client.cpp)
-    # test_support.hpp is the drop-in tests' (failing, hashing, the random generator)
-    target_include_directories(${exe} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../dropin)
-    target_include_directories(${exe} SYSTEM PRIVATE ${dir}/whisper/include ${dir}/include)
-    target_link_libraries(${exe} PRIVATE ${dir}/whisper/libwhisper.a ${dir}/libggml-${kind}.a Threads::Threads m dl)
-    # to hash every graph's results after it ran and read the exact buffer sizes (see the client)
-    target_link_options(${exe} PRIVATE
-      -Wl,--wrap=ggml_backend_graph_compute -Wl,--wrap=ggml_allocr_max_size
-      -Wl,--wrap=ggml_allocr_new_from_buffer)
-    target_compile_options(${exe} PRIVATE ${GALLOC_WARNINGS})
-    add_dependencies(${exe} galloc_legacy_whisper)
-  endforeach()
+  # test_support.hpp is the drop-in tests' (failing, hashing, the random generator); --wrap: to
+  # hash every graph's results after it ran and read the exact buffer sizes (see the client)
+  galloc_add_stock_galloc_programs(galloc_legacy_whisper_client ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/whisper_client.cpp
+    legacy DIR ${dir} INCLUDES ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../dropin
+    SYSTEM_INCLUDES ${dir}/whisper/include ${dir}/include LIBRARIES ${dir}/whisper/libwhisper.a
+    LINK_OPTIONS -Wl,--wrap=ggml_backend_graph_compute -Wl,--wrap=ggml_allocr_max_size
+                 -Wl,--wrap=ggml_allocr_new_from_buffer
+    DEPENDS galloc_legacy_whisper)
   # base: 6 layers of 512, about 41 s a run on one core
   foreach(size base)
     set(out ${CMAKE_CURRENT_BINARY_DIR}/legacy/whisper_cpp_${size})
