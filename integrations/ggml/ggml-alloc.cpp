@@ -648,10 +648,6 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       log_error(__func__, s);
       return false;
     }
-    if (galloc::Status s = check_reads_not_released(galloc); !s) {
-      log_error(__func__, s);
-      return false;
-    }
     // The graph as converted lacks what only planning reads; InitTensors fills it in when
     // the graph no longer fits the reservation and alloc plans it again (one buffer).
     InitTensors init_tensors(galloc);
@@ -663,6 +659,14 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
 #endif
         return false;
       }
+      log_error(__func__, s);
+      return false;
+    }
+    // After the alloc: a reserve that grew the arena moved what this graph reads with it, and
+    // the alloc made those tensors follow (InitTensors::moved). What is still in freed memory
+    // was not moved.
+    refresh_arena_buffers(galloc);
+    if (galloc::Status s = check_reads_not_released(galloc); !s) {
       log_error(__func__, s);
       return false;
     }

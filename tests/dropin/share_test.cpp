@@ -9,10 +9,13 @@
 //     allocator's output that a graph of another topology reads;
 //   - a reserve that grows the shared buffer between the producer's alloc and the alloc of its
 //     reader (another violation) makes the reader's alloc fail instead of reading freed memory;
+//   - with two buffer ids, as ggml's scheduler allocates (reserve_n, then alloc_graph), a
+//     reader whose reserve grows the shared buffer finds the producer's output moved with it;
 //   - each allocator reports its own need, and the share group calls reject misuse;
 //   - GALLOC_SHARE chooses who shares: "groups" (the default here) share groups only, "1"
 //     every allocator, "0" none, and a value it does not know is logged and means "groups".
 // Links against libggml-galloc.a; prints "ok" and exits 0, or says what failed and exits 1.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -119,6 +122,37 @@ struct Reader {
     return exact;
   }
 };
+
+// reserve_n with every tensor on buffer id 0 (the graphs here have fewer than 64 tensors)
+bool reserve_on_first_id(ggml_gallocr_t galloc, ggml_cgraph* gf) {
+  const std::vector<int> ids(64, 0);
+  return ggml_gallocr_reserve_n(galloc, gf, ids.data(), ids.data());
+}
+
+// Section 6, on `buft` and the CPU's as the two buffer ids.
+void reserve_then_alloc_keeps_what_is_read(ggml_backend_t cpu, ggml_backend_buffer_type_t buft, const std::string& on) {
+  ggml_backend_buffer_type_t bufts[2] = {buft, ggml_backend_cpu_buffer_type()};
+  check(galloc_ggml_share_begin(("two ids on " + on).c_str()), "share_begin (6)");
+  ggml_gallocr_t producer_alloc = ggml_gallocr_new_n(bufts, 2);
+  ggml_gallocr_t reader_alloc = ggml_gallocr_new_n(bufts, 2);
+  check(galloc_ggml_share_end(), "share_end (6)");
+  Producer producer;
+  const bool produced =
+      reserve_on_first_id(producer_alloc, producer.gf) && ggml_gallocr_alloc_graph(producer_alloc, producer.gf);
+  check(produced, on + ": reserve_n and alloc the producer");
+  if (produced) {
+    set_values(producer.x, 1.0f);
+    check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, on + ": compute the producer");
+    Reader reader(producer.out);  // needs more than the producer: its reserve grows the buffer
+    check(reserve_on_first_id(reader_alloc, reader.gf), on + ": reserve_n the reader");
+    const bool allocated = ggml_gallocr_alloc_graph(reader_alloc, reader.gf);
+    check(allocated, on + ": alloc the reader after its reserve grew the buffer");
+    if (allocated)
+      check(reader.computes_exactly(cpu), on + ": the reader computes 3x + i*i from the producer's moved output");
+  }
+  ggml_gallocr_free(reader_alloc);
+  ggml_gallocr_free(producer_alloc);
+}
 
 // Whether two allocators made with GALLOC_SHARE=value (inside a share group or not) put their
 // graphs in one buffer.
@@ -253,6 +287,9 @@ int main() {
   check(!two_allocators_share("0", true), "GALLOC_SHARE=0: not even a share group shares");
   check(two_allocators_share("yes", true) && !two_allocators_share("yes", false),
         "GALLOC_SHARE=yes (not a value): share groups only");
+
+  // 6. two buffer ids, as ggml's scheduler has them (its backend and the CPU)
+  reserve_then_alloc_keeps_what_is_read(cpu, buft, "host memory");
 
   ggml_gallocr_free(grower_alloc);
   ggml_gallocr_free(producer_alloc);
