@@ -144,20 +144,40 @@ class GgmlBuffer final : public galloc::Buffer {
 
   std::byte* base() override { return static_cast<std::byte*>(ggml_backend_buffer_get_base(buffer_)); }
   void reset() override { ggml_backend_buffer_reset(buffer_); }
-  // Host memory only: a device buffer's bytes are not written from here.
+  // Host memory only: checked mode's poison is not worth a device transfer.
   bool fill(galloc::Offset offset, Bytes size, std::byte value) override {
-    if (!ggml_backend_buffer_is_host(buffer_) || offset > this->size() || size > this->size() - offset) return false;
+    if (!ggml_backend_buffer_is_host(buffer_) || !within(offset, size)) return false;
     std::memset(base() + offset, std::to_integer<int>(value), static_cast<std::size_t>(size));
     return true;
   }
+  // A device buffer (an RPC server's, a GPU's) is read and written through its backend, as
+  // ggml_backend_tensor_get/set do, so that a shared arena moves what another member reads
+  // instead of keeping a second chunk. Like host memory, it is read after the writer's graph
+  // has finished: the next member's alloc follows it.
   bool read(galloc::Offset offset, Bytes size, void* out) override {
-    if (!ggml_backend_buffer_is_host(buffer_) || offset > this->size() || size > this->size() - offset) return false;
-    std::memcpy(out, base() + offset, static_cast<std::size_t>(size));
+    if (!within(offset, size)) return false;
+    if (ggml_backend_buffer_is_host(buffer_)) {
+      std::memcpy(out, base() + offset, static_cast<std::size_t>(size));
+      return true;
+    }
+    if (buffer_->iface.get_tensor == nullptr) return false;
+    if (size == 0) return true;
+    ggml_tensor bytes;
+    byte_tensor(bytes, offset, size);
+    buffer_->iface.get_tensor(buffer_, &bytes, out, 0, static_cast<std::size_t>(size));
     return true;
   }
   bool write(galloc::Offset offset, Bytes size, const void* in) override {
-    if (!ggml_backend_buffer_is_host(buffer_) || offset > this->size() || size > this->size() - offset) return false;
-    std::memcpy(base() + offset, in, static_cast<std::size_t>(size));
+    if (!within(offset, size)) return false;
+    if (ggml_backend_buffer_is_host(buffer_)) {
+      std::memcpy(base() + offset, in, static_cast<std::size_t>(size));
+      return true;
+    }
+    if (buffer_->iface.set_tensor == nullptr) return false;
+    if (size == 0) return true;
+    ggml_tensor bytes;
+    byte_tensor(bytes, offset, size);
+    buffer_->iface.set_tensor(buffer_, &bytes, in, 0, static_cast<std::size_t>(size));
     return true;
   }
   [[nodiscard]] Bytes size() const override { return ggml_backend_buffer_get_size(buffer_); }
@@ -167,6 +187,22 @@ class GgmlBuffer final : public galloc::Buffer {
   ggml_backend_buffer_t release() { return std::exchange(buffer_, nullptr); }
 
  private:
+  [[nodiscard]] bool within(galloc::Offset offset, Bytes size) const {
+    return offset <= this->size() && size <= this->size() - offset;
+  }
+  // `size` bytes at `offset` as a tensor of the buffer, for its get_tensor and set_tensor;
+  // filled in place, as a copy would touch the member older ggml headers deprecate (backend)
+  void byte_tensor(ggml_tensor& t, galloc::Offset offset, Bytes size) {
+    std::memset(&t, 0, sizeof t);
+    t.type = GGML_TYPE_I8;
+    t.ne[0] = static_cast<std::int64_t>(size);
+    t.ne[1] = t.ne[2] = t.ne[3] = 1;
+    t.nb[0] = 1;
+    t.nb[1] = t.nb[2] = t.nb[3] = static_cast<std::size_t>(size);
+    t.buffer = buffer_;
+    t.data = base() + offset;
+  }
+
   const galloc::BufferType& type_;
   ggml_backend_buffer_t buffer_;
   ReleasedHandles* released_;

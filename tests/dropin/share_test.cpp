@@ -10,7 +10,9 @@
 //   - a reserve that grows the shared buffer between the producer's alloc and the alloc of its
 //     reader (another violation) makes the reader's alloc fail instead of reading freed memory;
 //   - with two buffer ids, as ggml's scheduler allocates (reserve_n, then alloc_graph), a
-//     reader whose reserve grows the shared buffer finds the producer's output moved with it;
+//     reader whose reserve grows the shared buffer finds the producer's output moved with it,
+//     in host memory and in a device's (read and written through its buffer's interface),
+//     without the old and the new buffer held at once;
 //   - each allocator reports its own need, and the share group calls reject misuse;
 //   - GALLOC_SHARE chooses who shares: "groups" (the default here) share groups only, "1"
 //     every allocator, "0" none, and a value it does not know is logged and means "groups".
@@ -24,6 +26,7 @@
 
 #include "galloc-ggml.h"
 #include "ggml-alloc.h"
+#include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
@@ -122,6 +125,38 @@ struct Reader {
     return exact;
   }
 };
+
+// A device's buffer type, as far as an allocator can tell (not host memory: reached through
+// the buffer's get_tensor and set_tensor), over CPU memory so that the CPU backend computes on
+// it. Counts the buffers it holds at once.
+struct DeviceBuffers {
+  int live = 0;
+  int most_live = 0;
+  void (*cpu_free)(ggml_backend_buffer_t) = nullptr;
+};
+DeviceBuffers device_buffers;
+ggml_backend_buffer_type device_type{};
+
+void device_free(ggml_backend_buffer_t buffer) {
+  --device_buffers.live;
+  device_buffers.cpu_free(buffer);
+}
+
+ggml_backend_buffer_t device_alloc(ggml_backend_buffer_type_t, std::size_t size) {
+  ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), size);
+  if (buffer == nullptr) return nullptr;
+  buffer->buft = &device_type;
+  device_buffers.cpu_free = buffer->iface.free_buffer;
+  buffer->iface.free_buffer = device_free;
+  device_buffers.most_live = std::max(device_buffers.most_live, ++device_buffers.live);
+  return buffer;
+}
+
+const char* device_name(ggml_backend_buffer_type_t) { return "Device"; }
+std::size_t device_alignment(ggml_backend_buffer_type_t) {
+  return ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type());
+}
+bool device_is_host(ggml_backend_buffer_type_t) { return false; }
 
 // reserve_n with every tensor on buffer id 0 (the graphs here have fewer than 64 tensors)
 bool reserve_on_first_id(ggml_gallocr_t galloc, ggml_cgraph* gf) {
@@ -290,6 +325,15 @@ int main() {
 
   // 6. two buffer ids, as ggml's scheduler has them (its backend and the CPU)
   reserve_then_alloc_keeps_what_is_read(cpu, buft, "host memory");
+  device_type.iface.get_name = device_name;
+  device_type.iface.alloc_buffer = device_alloc;
+  device_type.iface.get_alignment = device_alignment;
+  device_type.iface.is_host = device_is_host;
+  device_type.device = ggml_backend_cpu_buffer_type()->device;
+  reserve_then_alloc_keeps_what_is_read(cpu, &device_type, "a device");
+  check(device_buffers.most_live == 1, "a device's shared buffer grew holding " +
+                                           std::to_string(device_buffers.most_live) + " buffers at once, not 1");
+  check(device_buffers.live == 0, "a device buffer left after the allocators were freed");
 
   ggml_gallocr_free(grower_alloc);
   ggml_gallocr_free(producer_alloc);
