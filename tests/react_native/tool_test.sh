@@ -48,27 +48,30 @@ check_edits() {  # check_edits APP PRISTINE_DIR NAME VERSION SHARE(yes/no)
     expect "$what: $f changed at all" bash -c "! cmp -s '$pristine/$f' '$pkg/$f'"
     expect_changed+=("$f")
   done
-  local w=cpp/whisper.cpp
-  if [[ $vshare == yes && $share == yes ]]; then
+  local w=$vshare fn=galloc_${prefix}_ggml_share
+  [[ $prefix == - ]] && fn=galloc_ggml_share
+  if [[ $vshare != no && $share == yes ]]; then
     expect "$what: whisper_init_state renamed to a static whisper_init_state_unshared" \
       grep -Fxq 'static struct whisper_state * whisper_init_state_unshared(whisper_context * ctx) {' "$pkg/$w"
     expect "$what: the wrapper opens a share group per state" \
-      grep -q 'galloc_wsp_ggml_share_begin(name)' "$pkg/$w"
+      grep -q "${fn}_begin(name)" "$pkg/$w"
     expect "$what: the wrapper names each group whisper-state-N from an atomic counter" \
       bash -c "grep -q 'std::atomic' '$pkg/$w' && grep -q '\"whisper-state-%llu\"' '$pkg/$w' && grep -Fxq '#include <atomic>' '$pkg/$w' && grep -Fxq '#include <cstdio>' '$pkg/$w'"
     expect "$what: the group is closed only when begin returned true" \
-      grep -Pzq 'if \(began\) \{\n\s+galloc_wsp_ggml_share_end\(\);' "$pkg/$w"
-    expect "$what: the renamed one file defines galloc_wsp_ggml_share_begin/_end" \
-      bash -c "grep -Eq '^bool galloc_wsp_ggml_share_begin\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
-               grep -Eq '^bool galloc_wsp_ggml_share_end\(void\) \{' '$pkg/$dir/ggml-alloc.cpp'"
+      grep -Pzq "if \\(began\\) \\{\\n\\s+${fn}_end\\(\\);" "$pkg/$w"
+    expect "$what: the renamed one file defines ${fn}_begin/_end" \
+      bash -c "grep -Eq '^bool ${fn}_begin\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
+               grep -Eq '^bool ${fn}_end\(void\) \{' '$pkg/$dir/ggml-alloc.cpp'"
     expect "$what: whisper.cpp is the pristine one plus the rename and the appended block" \
       cmp -s <(head -n "$(wc -l <"$pristine/$w")" "$pkg/$w" |
                sed 's/^static struct whisper_state \* whisper_init_state_unshared(/struct whisper_state * whisper_init_state(/') \
              "$pristine/$w"
     # (tests/amalgamation/packages_test.sh compiles, links and runs it)
     expect_changed+=("$w")
-  elif [[ $name == whisper.rn ]]; then
+  elif [[ $vshare != no ]]; then
     expect "$what: whisper.cpp unchanged" cmp -s "$pristine/$w" "$pkg/$w"
+  elif [[ $name == whisper.rn ]]; then
+    expect "$what: whisper.cpp unchanged" cmp -s "$pristine/cpp/whisper.cpp" "$pkg/cpp/whisper.cpp"
   fi
   # Nothing else: the files diff -r reports are exactly the expected ones.
   local got want
@@ -91,7 +94,7 @@ for group in "${APP_GROUPS[@]}"; do
     name=${spec%@*} version=${spec#*@}
     install_package "$app" "$name" "$version"
     install_package "$pristine" "$name" "$version"
-    [[ $name != whisper.rn ]] && has_llama=yes
+    [[ $name == llama.rn || $name == cui-llama.rn ]] && has_llama=yes
   done
   echo "== app$i: $group"
   h0=$(treehash "$app")

@@ -1,19 +1,21 @@
 # The supported versions as the tests see them, written down independently of galloc-rn's
-# lib/versions.js: NAME VERSION GGML_DIR PREFIX SHARE FILES_WITH_THE_LINE (comma-separated).
+# lib/versions.js: NAME VERSION GGML_DIR PREFIX WHISPER_CPP FILES_WITH_THE_LINE (comma-separated),
+# where WHISPER_CPP is the whisper.cpp that gets a share group around each state, or "no".
 SUPPORTED=(
   "whisper.rn 0.4.0-rc.8 cpp wsp no android/src/main/CMakeLists.txt"
-  "whisper.rn 0.4.0-rc.10 cpp wsp yes android/src/main/CMakeLists.txt"
-  "whisper.rn 0.7.4 cpp wsp yes android/src/main/CMakeLists.txt,ios/CMakeLists.txt"
+  "whisper.rn 0.4.0-rc.10 cpp wsp cpp/whisper.cpp android/src/main/CMakeLists.txt"
+  "whisper.rn 0.7.4 cpp wsp cpp/whisper.cpp android/src/main/CMakeLists.txt,ios/CMakeLists.txt"
   "llama.rn 0.12.9 cpp lm no android/src/main/rnllama/CMakeLists.txt,ios/CMakeLists.txt"
   "llama.rn 0.13.0-rc.5 vendor/llama.cpp/ggml/src - no cmake/rnllama-sources.cmake"
   "cui-llama.rn 1.6.0 cpp lm no android/src/main/CMakeLists.txt,ios/CMakeLists.txt"
   "cui-llama.rn 1.12.2 cpp lm no android/src/main/rnllama/CMakeLists.txt,ios/CMakeLists.txt"
+  "nodejs-whisper 0.3.1 cpp/whisper.cpp/ggml/src - cpp/whisper.cpp/src/whisper.cpp cpp/whisper.cpp/ggml/src/CMakeLists.txt"
 )
 # Apps whose packages can live together (one version of each name per app).
 APP_GROUPS=(
   "whisper.rn@0.4.0-rc.8 llama.rn@0.12.9 cui-llama.rn@1.6.0"
   "whisper.rn@0.4.0-rc.10 llama.rn@0.13.0-rc.5 cui-llama.rn@1.12.2"
-  "whisper.rn@0.7.4"
+  "whisper.rn@0.7.4 nodejs-whisper@0.3.1"
 )
 version_row() {  # version_row NAME VERSION: that row of SUPPORTED
   local r

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // galloc-rn: puts galloc's ggml-alloc.cpp into the React Native packages whisper.rn, llama.rn
-// and cui-llama.rn of an app. Argument parsing and exit codes; the work is in ../lib.
+// and cui-llama.rn of an app, and into nodejs-whisper. Argument parsing and exit codes; the work is in ../lib.
 //   exit 0: done / check passed; 1: a package refused or failed, check failed; 2: usage
 
 const path = require('node:path');
@@ -9,7 +9,8 @@ const { UserError } = require('../lib/errors');
 
 const USAGE = `usage: galloc-rn COMMAND [--app DIR]
 
-Puts galloc's ggml-alloc.cpp into whisper.rn, llama.rn and cui-llama.rn in node_modules.
+Puts galloc's ggml-alloc.cpp into whisper.rn, llama.rn, cui-llama.rn and nodejs-whisper in
+node_modules.
 
 commands:
   apply [--no-share]  replace ggml-alloc.c in each supported package, write patches/ for

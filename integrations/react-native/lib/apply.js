@@ -8,7 +8,7 @@ const P = require('./pkg');
 const app = require('./app');
 const { readText, commit } = require('./files');
 const { UserError } = require('./errors');
-const { supportedVersions } = require('./versions');
+const { supportedVersions, PACKAGE_NAMES } = require('./versions');
 
 function unsupported(pkg) {
   return `${pkg.name}@${pkg.version} is not supported by galloc-rn ${P.TOOL_VERSION} ` +
@@ -16,7 +16,7 @@ function unsupported(pkg) {
 }
 
 function noPackages(appDir) {
-  return new UserError(`found none of whisper.rn, llama.rn, cui-llama.rn in ${path.join(appDir, 'node_modules')}; ` +
+  return new UserError(`found none of ${PACKAGE_NAMES.join(', ')} in ${path.join(appDir, 'node_modules')}; ` +
     'run galloc-rn in the app\'s root after npm install (or pass --app DIR)');
 }
 
@@ -124,7 +124,9 @@ function apply(appDir, { share }, say) {
     }
     if (changed) {
       todo.push('commit patches/ and package.json; `npm install` then runs patch-package, which puts the change back');
-      todo.push('rebuild the native app (Android and iOS) so that ggml-alloc.cpp is compiled in');
+      const rebuilds = new Set(done.map((p) => p.entry.rebuild ||
+        'rebuild the native app (Android and iOS) so that ggml-alloc.cpp is compiled in'));
+      rebuilds.forEach((r) => todo.push(r));
     }
   }
   if (!changed && !failed) say('Everything was applied already; nothing changed.');

@@ -11,6 +11,7 @@
 //   whisperCpp   whisper.cpp, for the share group around whisper_init_state (only where
 //                the package's ggml has the ggml_gallocr API)
 //   buildFromSource  what the developer must set so that the app compiles the package's C++
+//   rebuild      how the changed C++ gets compiled, where it is not the native app's build
 
 const WHISPER_INIT_STATE = 'struct whisper_state * whisper_init_state(whisper_context * ctx) {';
 
@@ -170,6 +171,31 @@ const VERSIONS = [
     ],
     whisperCpp: null,
     buildFromSource: RNLLAMA_FROM_SOURCE,
+  },
+  {
+    // whisper.cpp's own tree (ggml 0.15.1, with ggml-rpc), unrenamed; Node builds it with
+    // CMake on the user's machine (`npx nodejs-whisper download`)
+    name: 'nodejs-whisper',
+    version: '0.3.1',
+    ggmlDir: 'cpp/whisper.cpp/ggml/src',
+    ggmlHeader: 'cpp/whisper.cpp/ggml/include/ggml.h',
+    prefix: '',
+    ggmlAllocSha256: '881083e2f5d0126738ffe5b246d60cacf7db7b524f1ea471f116697c3211026a',
+    lineEdits: [
+      {
+        file: 'cpp/whisper.cpp/ggml/src/CMakeLists.txt',
+        line: '            ggml-alloc.c',
+        sha256: '18e33f23ab45ea89d4583142b05a196cd00bb789b323966214f097b493670160',
+      },
+    ],
+    whisperCpp: {
+      file: 'cpp/whisper.cpp/src/whisper.cpp',
+      definition: WHISPER_INIT_STATE,
+      sha256: 'a884ff3eb3bbf7558958c4d06a299cd8d97d87a7d5c7aac9138b8ff6a2ef04d7',
+    },
+    buildFromSource: { gradleProperty: null, ios: null },
+    rebuild: 'rebuild nodejs-whisper\'s whisper.cpp: `npx nodejs-whisper download` does (its CMake build in ' +
+      'node_modules/nodejs-whisper/cpp/whisper.cpp/build)',
   },
 ];
 
