@@ -54,26 +54,9 @@ fi
 die() { echo "FAIL: $*" >&2; exit 1; }
 step() { :; }
 
-# galloc-rn as an app installs it: npm pack (its prepack writes the one file), then unpacked.
-TOOL_DIR=$BUILD_ROOT/galloc-rn
-rm -rf "$TOOL_DIR" && mkdir -p "$TOOL_DIR"
-(cd "$ROOT/integrations/react-native" && npm pack --pack-destination "$TOOL_DIR" --loglevel=error) \
-    >"$TOOL_DIR/pack.log" 2>&1 || { tail -n 20 "$TOOL_DIR/pack.log"; die "npm pack of galloc-rn failed"; }
-tar -xzf "$TOOL_DIR"/galloc-rn-*.tgz -C "$TOOL_DIR"
-TOOL=$TOOL_DIR/package/bin/galloc-rn.js
-
-# patched_app SPEC APP: the package's tarball as npm serves it in APP/node_modules, and
-# galloc-rn apply run there (sharing on, as by default)
-patched_app() {
-    local spec=$1 app=$2
-    local name=${spec%@*}
-    (NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; fetch_tarball; echo "$TARBALL") >"$app.tarball" \
-        || return 1
-    rm -rf "$app" && mkdir -p "$app/node_modules/$name"
-    tar -xzf "$(cat "$app.tarball")" -C "$app/node_modules/$name" --strip-components=1 --no-same-owner || return 1
-    printf '{\n  "name": "packages-test-app",\n  "version": "1.0.0",\n  "private": true\n}\n' >"$app/package.json"
-    node "$TOOL" apply --app "$app" >"$app.log" 2>&1 || { tail -n 20 "$app.log"; return 1; }
-}
+# shellcheck source=galloc_rn_app.sh
+source "$(dirname "$0")/galloc_rn_app.sh"
+pack_galloc_rn "$BUILD_ROOT/galloc-rn" || exit 1
 
 # client SPEC OUT: the package's whisper.cpp or llama.cpp and the drop-in tests' client for it
 client() {
