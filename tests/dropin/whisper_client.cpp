@@ -13,6 +13,9 @@
 // buffer, so their live bytes are the compute memory the process really holds (its peak is
 // what sharing, GALLOC_SHARE=1, must bring down to the largest graph's need).
 //
+// Built with GALLOC_TEST_RPC, where $GALLOC_TEST_RPC_SERVERS names an RPC server
+// (tests/rpc/with_rpc_servers.sh), whisper.cpp runs on it as its GPU backend.
+//
 // With "share" as the third argument the run opens a share group around each context
 // (galloc-ggml.h), so the four graphs of its state share one compute buffer. With "reserve"
 // it only creates the contexts, which reserves the four graphs (bench/graphs/capture-whisper.sh).
@@ -34,6 +37,9 @@
 #include "test_support.hpp"
 #include "whisper.h"
 #include "whisper_model.hpp"
+#ifdef GALLOC_TEST_RPC
+#include "ggml-rpc.h"
+#endif
 
 extern "C" {
 enum ggml_status __real_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph* graph);
@@ -155,6 +161,7 @@ void forget_released() {
 
 // --------------------------------------------------------------------------- the run
 bool g_share = false;
+bool g_use_gpu = false;       // an RPC server registered as the GPU backend
 bool g_reserve_only = false;  // stop after whisper_init: the four graphs are reserved, none run
 
 void run(const std::string& path, const std::string& config, bool flash_attn, const std::vector<float>& pcm) {
@@ -164,7 +171,7 @@ void run(const std::string& path, const std::string& config, bool flash_attn, co
   c.compute_peak = c.compute_live;
   begin_step(config);
   whisper_context_params cp = whisper_context_default_params();
-  cp.use_gpu = false;
+  cp.use_gpu = g_use_gpu;
   cp.flash_attn = flash_attn;
   if (g_share && !galloc_ggml_share_begin(("whisper." + config).c_str())) fail("galloc_ggml_share_begin");
   whisper_context* ctx = whisper_init_from_file_with_params(path.c_str(), cp);
@@ -288,6 +295,15 @@ int main(int argc, char** argv) {
   g_reserve_only = argc > 3 && std::string(argv[3]) == "reserve";
   if (g_share && galloc_ggml_share_begin == nullptr) fail("share: this build has no galloc drop-in");
   whisper_log_set(log_to_capture, nullptr);
+#ifdef GALLOC_TEST_RPC
+  if (const char* servers = std::getenv("GALLOC_TEST_RPC_SERVERS")) {
+    const std::string first = std::string(servers).substr(0, std::string(servers).find(','));
+    ggml_backend_reg_t reg = ggml_backend_rpc_add_server(first.c_str());
+    if (reg == nullptr || ggml_backend_reg_dev_count(reg) == 0) fail("no RPC device at " + first);
+    ggml_backend_register(reg);
+    g_use_gpu = true;
+  }
+#endif
   write_whisper_model(path, g_dims);
   // 4 s of signal (the test model's whole audio context)
   const std::vector<float> pcm = synthetic_pcm(4 * WHISPER_SAMPLE_RATE);
