@@ -100,10 +100,9 @@ inline llama_context_params tiny_context_params(bool flash_attn) {
   return cp;
 }
 
-// Decodes `tokens` in one batch at positions n_past on (n_past moves past them), asking for
-// the last one's logits, which are checked finite and returned. `step` names it in failures.
-inline const float* decode_tokens(llama_context* ctx, llama_batch& batch, const std::vector<llama_token>& tokens,
-                                  int& n_past, const std::string& step) {
+// Puts `tokens` into `batch` at positions n_past on, one sequence, asking for the last one's
+// logits.
+inline void fill_batch(llama_batch& batch, const std::vector<llama_token>& tokens, int n_past) {
   batch.n_tokens = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     batch.token[i] = tokens[i];
@@ -113,10 +112,17 @@ inline const float* decode_tokens(llama_context* ctx, llama_batch& batch, const 
     batch.logits[i] = i + 1 == tokens.size();
     batch.n_tokens++;
   }
+}
+
+// Decodes `tokens` in one batch at positions n_past on (n_past moves past them), asking for
+// the last one's logits, which are checked finite and returned. `step` names it in failures.
+inline const float* decode_tokens(llama_context* ctx, llama_batch& batch, const std::vector<llama_token>& tokens,
+                                  int& n_past, const std::string& step, int n_vocab = kVocab) {
+  fill_batch(batch, tokens, n_past);
   if (llama_decode(ctx, batch) != 0) fail("llama_decode " + step);
   n_past += static_cast<int>(tokens.size());
   const float* logits = llama_get_logits_ith(ctx, -1);
-  for (int i = 0; i < kVocab; ++i) {
+  for (int i = 0; i < n_vocab; ++i) {
     if (!std::isfinite(logits[i])) fail(step + ": non-finite logits");
   }
   return logits;

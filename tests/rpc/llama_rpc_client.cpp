@@ -35,6 +35,7 @@
 #include "ggml.h"
 #include "gguf.h"
 #include "llama.h"
+#include "llama_model.hpp"
 #include "sched_buffer_sizes.hpp"
 #include "test_support.hpp"
 
@@ -43,7 +44,7 @@ namespace {
 using namespace galloc::dropin_test;
 
 // Qwen2.5-0.5B (its config.json), with tied embeddings as it ships
-constexpr int kVocab = 151936, kEmbd = 896, kHead = 14, kHeadKv = 2, kFf = 4864, kLayers = 24;
+constexpr int kQwenVocab = 151936, kQwenEmbd = 896, kQwenHead = 14, kQwenHeadKv = 2, kQwenFf = 4864, kQwenLayers = 24;
 constexpr int kPrompt = 512, kGenerated = 4;
 
 void write_model(const std::string& path) {
@@ -51,17 +52,17 @@ void write_model(const std::string& path) {
   gguf_set_val_str(g, "general.architecture", "qwen2");
   gguf_set_val_str(g, "general.name", "galloc-random-qwen2.5-0.5b");
   gguf_set_val_u32(g, "qwen2.context_length", 32768);
-  gguf_set_val_u32(g, "qwen2.embedding_length", kEmbd);
-  gguf_set_val_u32(g, "qwen2.block_count", kLayers);
-  gguf_set_val_u32(g, "qwen2.feed_forward_length", kFf);
-  gguf_set_val_u32(g, "qwen2.attention.head_count", kHead);
-  gguf_set_val_u32(g, "qwen2.attention.head_count_kv", kHeadKv);
+  gguf_set_val_u32(g, "qwen2.embedding_length", kQwenEmbd);
+  gguf_set_val_u32(g, "qwen2.block_count", kQwenLayers);
+  gguf_set_val_u32(g, "qwen2.feed_forward_length", kQwenFf);
+  gguf_set_val_u32(g, "qwen2.attention.head_count", kQwenHead);
+  gguf_set_val_u32(g, "qwen2.attention.head_count_kv", kQwenHeadKv);
   gguf_set_val_f32(g, "qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
   gguf_set_val_f32(g, "qwen2.rope.freq_base", 1000000.0f);
-  gguf_set_val_u32(g, "qwen2.vocab_size", kVocab);
+  gguf_set_val_u32(g, "qwen2.vocab_size", kQwenVocab);
   gguf_set_val_str(g, "tokenizer.ggml.model", "no_vocab");  // token ids go in directly
 
-  const int kv_dim = kEmbd / kHead * kHeadKv;
+  const int kv_dim = kQwenEmbd / kQwenHead * kQwenHeadKv;
   ggml_init_params params{};
   params.mem_size = std::size_t{1100} << 20;  // 494M weights, most in f16, and their headers
   params.no_alloc = false;
@@ -83,23 +84,23 @@ void write_model(const std::string& path) {
     }
     gguf_add_tensor(g, t);
   };
-  add("token_embd.weight", kEmbd, kVocab, 0.5f, 0);
-  for (int l = 0; l < kLayers; ++l) {
+  add("token_embd.weight", kQwenEmbd, kQwenVocab, 0.5f, 0);
+  for (int l = 0; l < kQwenLayers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    add(b + "attn_norm.weight", kEmbd, 0, 0.1f, 1);
-    add(b + "attn_q.weight", kEmbd, kEmbd, 0.05f, 0);
-    add(b + "attn_q.bias", kEmbd, 0, 0.1f, 0);
-    add(b + "attn_k.weight", kEmbd, kv_dim, 0.05f, 0);
+    add(b + "attn_norm.weight", kQwenEmbd, 0, 0.1f, 1);
+    add(b + "attn_q.weight", kQwenEmbd, kQwenEmbd, 0.05f, 0);
+    add(b + "attn_q.bias", kQwenEmbd, 0, 0.1f, 0);
+    add(b + "attn_k.weight", kQwenEmbd, kv_dim, 0.05f, 0);
     add(b + "attn_k.bias", kv_dim, 0, 0.1f, 0);
-    add(b + "attn_v.weight", kEmbd, kv_dim, 0.05f, 0);
+    add(b + "attn_v.weight", kQwenEmbd, kv_dim, 0.05f, 0);
     add(b + "attn_v.bias", kv_dim, 0, 0.1f, 0);
-    add(b + "attn_output.weight", kEmbd, kEmbd, 0.05f, 0);
-    add(b + "ffn_norm.weight", kEmbd, 0, 0.1f, 1);
-    add(b + "ffn_gate.weight", kEmbd, kFf, 0.05f, 0);
-    add(b + "ffn_up.weight", kEmbd, kFf, 0.05f, 0);
-    add(b + "ffn_down.weight", kFf, kEmbd, 0.02f, 0);
+    add(b + "attn_output.weight", kQwenEmbd, kQwenEmbd, 0.05f, 0);
+    add(b + "ffn_norm.weight", kQwenEmbd, 0, 0.1f, 1);
+    add(b + "ffn_gate.weight", kQwenEmbd, kQwenFf, 0.05f, 0);
+    add(b + "ffn_up.weight", kQwenEmbd, kQwenFf, 0.05f, 0);
+    add(b + "ffn_down.weight", kQwenFf, kQwenEmbd, 0.02f, 0);
   }
-  add("output_norm.weight", kEmbd, 0, 0.1f, 1);
+  add("output_norm.weight", kQwenEmbd, 0, 0.1f, 1);
   if (!gguf_write_to_file(g, path.c_str(), false)) fail("cannot write " + path);
   gguf_free(g);
   ggml_free(ctx);
@@ -129,26 +130,6 @@ std::vector<std::string> split_endpoints(const char* list) {
     out.push_back(rest.substr(0, comma));
   if (!rest.empty()) out.push_back(rest);
   return out;
-}
-
-const float* decode(llama_context* ctx, llama_batch& batch, const std::vector<llama_token>& tokens, int& n_past,
-                    const std::string& step) {
-  batch.n_tokens = 0;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    batch.token[i] = tokens[i];
-    batch.pos[i] = n_past + static_cast<llama_pos>(i);
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = i + 1 == tokens.size();
-    batch.n_tokens++;
-  }
-  if (llama_decode(ctx, batch) != 0) fail("llama_decode " + step);
-  n_past += static_cast<int>(tokens.size());
-  const float* logits = llama_get_logits_ith(ctx, -1);
-  for (int i = 0; i < kVocab; ++i) {
-    if (!std::isfinite(logits[i])) fail(step + ": non-finite logits");
-  }
-  return logits;
 }
 
 // The buffers the client holds (linked with -Wl,--wrap= for ggml_backend_buft_alloc_buffer and
@@ -198,7 +179,7 @@ llama_context_params context_params(int ubatch, int n_ctx) {
 std::vector<llama_token> prompt_tokens(int n) {
   Rng rng(11);
   std::vector<llama_token> prompt;
-  for (int i = 0; i < n; ++i) prompt.push_back(static_cast<llama_token>(rng.below(kVocab)));
+  for (int i = 0; i < n; ++i) prompt.push_back(static_cast<llama_token>(rng.below(kQwenVocab)));
   return prompt;
 }
 
@@ -214,12 +195,12 @@ void run(llama_model* model, const std::string& label, const std::vector<std::st
     std::printf("size llama_rpc.%s.compute.%s %zu\n", label.c_str(), key.c_str(), size);
   llama_batch batch = llama_batch_init(ubatch, 0, 1);
   int n_past = 0;
-  const float* logits = decode(ctx, batch, prompt_tokens(ubatch), n_past, "prompt");
-  std::printf("exact llama_rpc.prompt%d.logits %s\n", ubatch, hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
+  const float* logits = decode_tokens(ctx, batch, prompt_tokens(ubatch), n_past, "prompt", kQwenVocab);
+  std::printf("exact llama_rpc.prompt%d.logits %s\n", ubatch, hex(fnv1a(logits, kQwenVocab * sizeof(float))).c_str());
   for (int i = 0; i < generated; ++i) {
     const std::string step = "gen" + std::to_string(i);
-    logits = decode(ctx, batch, {argmax(logits, kVocab)}, n_past, step);
-    std::printf("exact llama_rpc.%s.logits %s\n", step.c_str(), hex(fnv1a(logits, kVocab * sizeof(float))).c_str());
+    logits = decode_tokens(ctx, batch, {argmax(logits, kQwenVocab)}, n_past, step, kQwenVocab);
+    std::printf("exact llama_rpc.%s.logits %s\n", step.c_str(), hex(fnv1a(logits, kQwenVocab * sizeof(float))).c_str());
   }
   for (const auto& [key, size] : sizes_by_key(endpoints)) {
     std::printf("size llama_rpc.%s.final.%s %zu\n", label.c_str(), key.c_str(), size);
@@ -312,21 +293,12 @@ int main(int argc, char** argv) {
       llama_batch batch = llama_batch_init(kPrompt, 0, 1);
       if (mode == "gone") {
         int n_past = 0;
-        decode(ctx, batch, prompt_tokens(kPrompt), n_past, "prompt");
+        decode_tokens(ctx, batch, prompt_tokens(kPrompt), n_past, "prompt", kQwenVocab);
         std::printf("step prompt decoded\n");
         std::fflush(stdout);
         stop_server(1);
       }
-      const std::vector<llama_token> tokens = {1, 2, 3};
-      batch.n_tokens = 0;
-      for (std::size_t i = 0; i < tokens.size(); ++i) {
-        batch.token[i] = tokens[i];
-        batch.pos[i] = static_cast<llama_pos>((mode == "gone" ? kPrompt : 0) + static_cast<int>(i));
-        batch.n_seq_id[i] = 1;
-        batch.seq_id[i][0] = 0;
-        batch.logits[i] = i + 1 == tokens.size();
-        batch.n_tokens++;
-      }
+      fill_batch(batch, {1, 2, 3}, mode == "gone" ? kPrompt : 0);
       std::printf("step decode %s\n", llama_decode(ctx, batch) == 0 ? "returned 0" : "failed");
       std::fflush(stdout);
       llama_batch_free(batch);
