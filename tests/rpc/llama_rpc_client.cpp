@@ -250,7 +250,7 @@ void __wrap_ggml_backend_buffer_free(ggml_backend_buffer_t buffer) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) fail("usage: llama_rpc_client write|rpc|cpu MODEL");
+  if (argc != 3) fail("usage: llama_rpc_client write|rpc|cpu|refused|gone|gone_at_reserve MODEL");
   const std::string mode = argv[1], path = argv[2];
   llama_log_set(
       [](ggml_log_level level, const char* text, void*) {
