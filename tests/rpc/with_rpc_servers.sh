@@ -2,8 +2,8 @@
 # Runs a client with COUNT RPC servers of its own: starts rpc_server COUNT times on 127.0.0.1,
 # on free ports, waits until each listens, runs CLIENT ARGS... with GALLOC_TEST_RPC_SERVERS=
 # HOST:PORT[,HOST:PORT...], and stops the servers by their process ids (also when the client
-# fails). Prints the
-# client's report (compare.cmake's format) with each server's count before its final "done":
+# fails). Prints the client's report (compare.cmake's format) with each server's count before
+# its final "done":
 #   size serverN.peak_held BYTES   the most the server held at once in the buffers it
 #                                  allocated for the client (weights, KV cache, compute)
 #   size serverN.compute BYTES     the compute buffer the client's line "rpc_compute serverN
