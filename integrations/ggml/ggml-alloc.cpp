@@ -700,8 +700,8 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
     }
     // After the alloc: a reserve that grew the arena moved what this graph reads with it, and
     // the alloc made those tensors follow (InitTensors::moved). What is still in freed memory
-    // was not moved.
-    refresh_arena_buffers(galloc);
+    // was not moved. (A chunk freed during this alloc held nothing it reads: what is read is
+    // moved or its chunk kept, so the list from before the alloc is the one to check.)
     if (galloc::Status s = check_reads_not_released(galloc); !s) {
       log_error(__func__, s);
       return false;
