@@ -123,7 +123,8 @@ std::map<std::string, std::size_t> sizes_by_key(const std::vector<std::string>& 
   return out;
 }
 
-std::vector<std::string> split_endpoints(const char* list) {
+// The comma-separated items of `list` (endpoints, process ids)
+std::vector<std::string> split_list(const char* list) {
   std::vector<std::string> out;
   std::string rest = list;
   for (std::size_t comma; (comma = rest.find(',')) != std::string::npos; rest.erase(0, comma + 1))
@@ -146,7 +147,7 @@ llama_model* load_model(const std::string& path, bool over_rpc, std::vector<std:
   if (over_rpc) {
     const char* list = std::getenv("GALLOC_TEST_RPC_SERVERS");
     if (list == nullptr) fail("GALLOC_TEST_RPC_SERVERS is not set; run through with_rpc_servers.sh");
-    endpoints = split_endpoints(list);
+    endpoints = split_list(list);
     for (const std::string& endpoint : endpoints) {
       ggml_backend_reg_t reg = ggml_backend_rpc_add_server(endpoint.c_str());
       if (reg == nullptr || ggml_backend_reg_dev_count(reg) == 0) fail("no RPC device at " + endpoint);
@@ -217,7 +218,7 @@ void run(llama_model* model, const std::string& label, const std::vector<std::st
 void stop_server(std::size_t index) {
   const char* list = std::getenv("GALLOC_TEST_RPC_SERVER_PIDS");
   if (list == nullptr) fail("GALLOC_TEST_RPC_SERVER_PIDS is not set; run through with_rpc_servers.sh");
-  const std::vector<std::string> pids = split_endpoints(list);
+  const std::vector<std::string> pids = split_list(list);
   if (index >= pids.size()) fail("no server " + std::to_string(index));
   const pid_t pid = static_cast<pid_t>(std::stol(pids[index]));
   if (kill(pid, SIGKILL) != 0) fail("cannot stop server " + std::to_string(index));
