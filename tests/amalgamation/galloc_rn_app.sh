@@ -12,9 +12,9 @@ pack_galloc_rn() {
     TOOL=$dir/package/bin/galloc-rn.js
 }
 
-# patched_app SPEC APP: the package's tarball as npm serves it in APP/node_modules, and
-# galloc-rn apply run there (sharing on, as by default)
-patched_app() {
+# app_with_package SPEC APP: a scratch app with the package's tarball, as npm serves it, in
+# APP/node_modules; APP.tarball names the tarball
+app_with_package() {
     local spec=$1 app=$2
     local name=${spec%@*}
     (NPM_SPEC=$spec; source "$ROOT/integrations/ggml/package.sh"; fetch_tarball >&2; echo "$TARBALL") >"$app.tarball" \
@@ -22,5 +22,15 @@ patched_app() {
     rm -rf "$app" && mkdir -p "$app/node_modules/$name"
     tar -xzf "$(cat "$app.tarball")" -C "$app/node_modules/$name" --strip-components=1 --no-same-owner || return 1
     printf '{\n  "name": "packages-test-app",\n  "version": "1.0.0",\n  "private": true\n}\n' >"$app/package.json"
+}
+
+# apply_galloc_rn APP: galloc-rn apply run in the app (sharing on, as by default)
+apply_galloc_rn() {
+    local app=$1
     node "$TOOL" apply --app "$app" >"$app.log" 2>&1 || { tail -n 20 "$app.log"; return 1; }
+}
+
+# patched_app SPEC APP: both
+patched_app() {
+    app_with_package "$1" "$2" && apply_galloc_rn "$2"
 }

@@ -2,9 +2,9 @@
 # galloc over ggml's RPC backend, on the newest ggml npm serves: nodejs-whisper 0.3.1's
 # whisper.cpp tree (ggml 0.15.1, with ggml-rpc and talk-llama's llama.cpp).
 #
-# The tree is built with its own CMake and -DGGML_RPC=ON twice: as npm serves it (stock) and as
-# galloc-rn applied it in an app (galloc: its ggml-alloc.cpp in place of ggml-alloc.c, and a
-# share group around each whisper state). tests/rpc/programs builds the clients against both and
+# The tree is built with its own CMake and -DGGML_RPC=ON as npm serves it (stock), then again,
+# incrementally, after galloc-rn applied itself in the app (galloc: its ggml-alloc.cpp in place
+# of ggml-alloc.c, and a share group around each whisper state). tests/rpc/programs builds the clients against both and
 # an RPC server (rpc_server.cpp) against the stock one. with_rpc_servers.sh starts the servers
 # for each run on 127.0.0.1 and stops them; compare.cmake runs each client as stock, as galloc
 # with GALLOC_STRATEGY=ggml and with best (outputs bit-identical, sizes equal with ggml and no
@@ -31,27 +31,39 @@ step() { echo "-- $*"; }
 source "$ROOT/tests/amalgamation/galloc_rn_app.sh"
 JOBS=$(nproc)
 
-step "galloc-rn apply in an app with $SPEC"
-pack_galloc_rn "$OUT/galloc-rn" || die "cannot pack galloc-rn"
-patched_app "$SPEC" "$OUT/app" || die "galloc-rn apply failed on $SPEC"
-rm -rf "$OUT/stock" && mkdir -p "$OUT/stock"
-tar -xzf "$(cat "$OUT/app.tarball")" -C "$OUT/stock" --strip-components=1 --no-same-owner
-
 # build_tree TREE BUILD: the tree's whisper.cpp and ggml with its own CMake, static (so that the
-# clients can wrap ggml's functions), with the RPC backend
+# clients can wrap ggml's functions), with the RPC backend; again after a change, incrementally
 build_tree() {
     local tree=$1/cpp/whisper.cpp build=$2
     cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON \
-        -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=OFF >"$build.log" 2>&1 \
+        -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=OFF >>"$build.log" 2>&1 \
         && cmake --build "$build" -j "$JOBS" --target whisper ggml-rpc >>"$build.log" 2>&1 \
         || { tail -n 20 "$build.log"; die "building $tree failed"; }
 }
-step "building the tree as shipped and as galloc-rn patched it (-DGGML_RPC=ON)"
-build_tree "$OUT/stock" "$OUT/build-stock"
-build_tree "$OUT/app/node_modules/nodejs-whisper" "$OUT/build-galloc"
+# As a Node.js app gets it: the package installed and built, then galloc-rn applied and the
+# package rebuilt, which compiles only what galloc-rn changed. The first build's libraries are
+# kept as the stock ones.
+step "building $SPEC's tree as npm serves it (-DGGML_RPC=ON)"
+APP=$OUT/app TREE=$OUT/app/node_modules/nodejs-whisper
+pack_galloc_rn "$OUT/galloc-rn" || die "cannot pack galloc-rn"
+app_with_package "$SPEC" "$APP" || die "cannot install $SPEC in a scratch app"
+rm -rf "$OUT/stock" "$OUT/build-stock" "$OUT/build-galloc" "$OUT/build-galloc.log"
+build_tree "$TREE" "$OUT/build-galloc"
+for lib in src/libwhisper.a ggml/src/libggml.a ggml/src/libggml-cpu.a ggml/src/libggml-base.a \
+           ggml/src/ggml-rpc/libggml-rpc.a; do
+    mkdir -p "$(dirname "$OUT/build-stock/$lib")"
+    cp -p "$OUT/build-galloc/$lib" "$OUT/build-stock/$lib"
+done
+step "galloc-rn apply, and the tree rebuilt"
+apply_galloc_rn "$APP" || die "galloc-rn apply failed on $SPEC"
+build_tree "$TREE" "$OUT/build-galloc"
+# what galloc-rn changed must be what was compiled again
+grep -q 'ggml-alloc.cpp.o' "$OUT/build-galloc.log" || die "the rebuild did not compile galloc-rn's ggml-alloc.cpp"
+cmp -s "$OUT/build-stock/src/libwhisper.a" "$OUT/build-galloc/src/libwhisper.a" \
+    && die "the rebuild left whisper.cpp as shipped: galloc-rn's share groups are not in it"
 step "building the clients and the RPC server"
 cmake -S "$ROOT/tests/rpc/programs" -B "$OUT/programs" -DCMAKE_BUILD_TYPE=Release \
-    -DTREE="$OUT/stock/cpp/whisper.cpp" -DSTOCK_BUILD="$OUT/build-stock" -DGALLOC_BUILD="$OUT/build-galloc" \
+    -DTREE="$TREE/cpp/whisper.cpp" -DSTOCK_BUILD="$OUT/build-stock" -DGALLOC_BUILD="$OUT/build-galloc" \
     >"$OUT/programs.log" 2>&1 \
     && cmake --build "$OUT/programs" -j "$JOBS" >>"$OUT/programs.log" 2>&1 \
     || { tail -n 30 "$OUT/programs.log"; die "building the RPC test's programs failed"; }
