@@ -318,7 +318,7 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
         continue;
       }
       arena_generation_[a] = 0;
-      SharedArena::Placement& placed = arena_placement_;
+      SharedArena::MemberPlacement& placed = arena_placement_;
       if (Status s = arena->place(arena_of_[a].id(), arena_needs_[a], reads, placed); !s) {
         return {s.code(), "alloc: " + s.message()};
       }

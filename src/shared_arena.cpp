@@ -323,15 +323,15 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
   return Status::ok();
 }
 
-Result<SharedArena::Placement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
-                                                  const std::vector<AddressRange>& reads) {
-  Placement placement;
+Result<SharedArena::MemberPlacement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
+                                                        const std::vector<AddressRange>& reads) {
+  MemberPlacement placement;
   GALLOC_RETURN_IF_ERROR(place(member, needs, reads, placement));
   return placement;
 }
 
 Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
-                          Placement& placement) {
+                          MemberPlacement& placement) {
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
   if (repeat_last_place(member, needs, reads, placement)) return Status::ok();
@@ -449,7 +449,7 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
 }
 
 bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& needs,
-                                    const std::vector<AddressRange>& reads, Placement& placement) {
+                                    const std::vector<AddressRange>& reads, MemberPlacement& placement) {
   // A place is a function of what it is given and of the arena's chunks, who holds what in
   // them, the member's pending moves, the retired chunks and the mode; may_repeat requires the
   // last three empty and off, and the rest is compared here.

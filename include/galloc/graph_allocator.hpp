@@ -225,12 +225,12 @@ class GraphAllocator {
   std::vector<Membership> arena_of_;             // per allocator; empty membership: its own buffers
   std::vector<std::vector<Bytes>> arena_needs_;  // per allocator in an arena: its planned chunk sizes
   // Per allocator in an arena: the arena's generation after its last place, if that placement
-  // may be kept while the generation stays (SharedArena::Placement::reusable); 0 otherwise.
+  // may be kept while the generation stays (SharedArena::MemberPlacement::reusable); 0 otherwise.
   std::vector<std::uint64_t> arena_generation_;
   // alloc's working state in an arena, kept for its vectors' capacity: what the graph reads,
   // and the arena's answer to where the allocator's chunks are.
   std::vector<AddressRange> alloc_reads_;
-  SharedArena::Placement arena_placement_;
+  SharedArena::MemberPlacement arena_placement_;
 };
 
 }  // namespace galloc

@@ -100,8 +100,8 @@ class SharedArena {
   // How many times a chunk was allocated larger; an adapter logs the size when this changes.
   [[nodiscard]] std::uint64_t growth_count() const { return growths_.load(std::memory_order_relaxed); }
   // Changes with every reserve, place, member leaving and mode change, and nothing else: a
-  // member whose placement is Placement::reusable and that finds the generation still
-  // Placement::generation may keep that placement instead of placing again (the arena is as
+  // member whose placement is MemberPlacement::reusable and that finds the generation still
+  // MemberPlacement::generation may keep that placement instead of placing again (the arena is as
   // it left it), and an adapter may keep what it learnt of buffers(). No lock is taken.
   [[nodiscard]] std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   void set_checked(bool checked);
@@ -130,25 +130,26 @@ class SharedArena {
   // Places `member`'s chunks of needs[i] bytes. `reads` are the memory-that-exists ranges of the
   // member's graph; those in the arena must be another member's valid memory, and they are
   // kept, where they lie or moved.
-  struct Placed {
+  struct PlacedChunk {
     Buffer* buffer = nullptr;
     std::byte* base = nullptr;  // the member's offset 0
   };
-  struct Placement {
-    std::vector<Placed> chunks;    // per chunk
-    std::vector<Move> moves;       // what the member reads that is elsewhere now (first match)
-    std::uint64_t generation = 0;  // the arena's, right after this place
+  struct MemberPlacement {
+    std::vector<PlacedChunk> chunks;  // per chunk
+    std::vector<Move> moves;          // what the member reads that is elsewhere now (first match)
+    std::uint64_t generation = 0;     // the arena's, right after this place
     // Placing again with the same needs and nothing to read would give the same (nothing was
     // moved and no retired chunk waits to be freed).
     bool reusable = false;
   };
-  Result<Placement> place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads);
+  Result<MemberPlacement> place(MemberId member, const std::vector<Bytes>& needs,
+                                const std::vector<AddressRange>& reads);
   // The same into `placement`, whose vectors keep their capacity: GraphAllocator places its
   // member on every alloc that follows another member's. Given what the member's last place
   // was given, in the arena as that place found it (whisper's encoder after its conv graph,
   // every time), it repeats that place's outcome without working it out again.
   Status place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
-               Placement& placement);
+               MemberPlacement& placement);
   // True if `member`'s memory from its last place is still all its own.
   [[nodiscard]] bool holds(MemberId member) const;
 
@@ -201,7 +202,7 @@ class SharedArena {
     std::vector<AddressRange> reads;
     std::vector<Owned> owned_before;  // owned_ as the place found it
     std::vector<Owned> owned_after;   // and as it left it
-    std::vector<Placed> chunks;
+    std::vector<PlacedChunk> chunks;
     std::uint64_t chunks_epoch = 0;  // chunks_epoch_ then
     bool valid = false;
   };
@@ -211,7 +212,7 @@ class SharedArena {
   // True, with `placement` filled, when `member`'s last place was given the same and found the
   // arena as it is now: the place would come out the same.
   bool repeat_last_place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
-                         Placement& placement);
+                         MemberPlacement& placement);
 
   const BufferType& type_;
   std::string name_;
