@@ -348,91 +348,22 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
   placement.chunks.clear();
   placement.moves.clear();
   placement.moves.swap(*entry_of(pending_moves_, member));
-  // Retired chunks are freed once nothing kept lies in them.
-  for (auto it = retired_.begin(); it != retired_.end();) {
-    const Buffer* chunk = it->get();
-    if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
-      ++it;
-      continue;
-    }
-    forget_chunk(chunk);
-    it = retired_.erase(it);
-  }
-
-  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  free_retired_chunks(kept);
   std::vector<Owned>& regions = regions_;  // the member's last placement once all is done
   regions.clear();
-  std::vector<Owned>& in_chunk = in_chunk_;
   for (std::size_t c = 0; c < needs.size(); ++c) {
     const Bytes need = needs[c];
     if (c >= chunks_.size()) GALLOC_RETURN_IF_ERROR(grow_chunk(c, need, false));
-    in_chunk.clear();
-    for (const Owned& k : kept) {
-      if (k.chunk == chunks_[c].get()) in_chunk.push_back(k);
-    }
-    Bytes kept_bytes = 0;
-    for (const Owned& k : in_chunk) kept_bytes += align_up(k.end - k.begin, alignment);
-    // Members start as low as they can, so that they reuse the same pages (what the process
-    // really touches) rather than spreading over the chunk: at offset 0, or else at the lowest
-    // offset clear of what they read, which copies nothing (the chunk is as large as the
-    // largest member, so this stays within pages the largest touches whenever it fits). Only
-    // when no such offset exists is what they read moved to the chunk's end (host memory).
-    const Bytes size = chunks_[c]->size();
-    auto clear = [&](Bytes shift) {
-      if (shift + need > size) return false;
-      return std::none_of(in_chunk.begin(), in_chunk.end(),
-                          [&](const Owned& k) { return k.begin < shift + need && shift < k.end; });
-    };
-    std::optional<Bytes> shift;
-    if (clear(0)) {
-      shift = 0;
-    } else {
-      std::vector<Bytes>& candidates = shifts_;
-      candidates.clear();
-      for (const Owned& k : in_chunk) candidates.push_back(align_up(k.end, alignment));
-      if (size >= need) candidates.push_back((size - need) / alignment * alignment);
-      std::sort(candidates.begin(), candidates.end());
-      for (Bytes candidate : candidates) {
-        if (clear(candidate)) {
-          shift = candidate;
-          break;
-        }
-      }
-      if (!shift && !in_chunk.empty() && need + kept_bytes <= size && move_to_end(c, in_chunk, placement.moves)) {
-        shift = 0;
-      }
-    }
-    if (!shift) {
-      // No room at all: a larger chunk, what is read carried over to its end (or, where the
-      // memory cannot be read from here, left in the old chunk, retired until nothing reads it).
-      const Bytes want = std::max({size, need + kept_bytes, need});
-      bool carried_over = false;
-      if (!in_chunk.empty() && want <= type_.max_size()) {
-        auto regrown = regrow_keeping(c, want, in_chunk, placement.moves);
-        if (!regrown) return regrown.status();
-        carried_over = *regrown;
-      }
-      if (!carried_over) {
-        GALLOC_RETURN_IF_ERROR(grow_chunk(c, std::max(need, std::min(want, type_.max_size())),
-                                          /*keep_old=*/!in_chunk.empty()));
-      }
-      shift = 0;
-    }
+    auto offset = offset_in_chunk(c, need, kept, placement.moves);
+    if (!offset) return offset.status();
     Buffer* target = chunks_[c].get();
-    const Owned region{target, *shift, *shift + need, member};
-    if (checked_) {
-      for (const Owned& o : owned_) {
-        if (o.chunk != target || o.owner == member) continue;
-        const Bytes begin = std::max(o.begin, region.begin);
-        const Bytes end = std::min(o.end, region.end);
-        if (begin < end) target->fill(begin, end - begin, std::byte{0xFF});
-      }
-    }
+    const Owned region{target, *offset, *offset + need, member};
+    if (checked_) poison_others(*target, region);
     if (need > 0) {
       take_over(region);
       regions.push_back(region);
     }
-    placement.chunks.push_back({target, target->base() + *shift});
+    placement.chunks.push_back({target, target->base() + *offset});
   }
   entry_of(last_placed_, member)->swap(regions);
   placement.generation = generation_.load(std::memory_order_relaxed);
@@ -446,6 +377,79 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
     last.valid = true;
   }
   return Status::ok();
+}
+
+void SharedArena::free_retired_chunks(const std::vector<Owned>& kept) {
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    const Buffer* chunk = it->get();
+    if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
+      ++it;
+      continue;
+    }
+    forget_chunk(chunk);
+    it = retired_.erase(it);
+  }
+}
+
+std::optional<Bytes> SharedArena::lowest_clear_offset(std::size_t chunk, Bytes need,
+                                                      const std::vector<Owned>& in_chunk) {
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  const Bytes size = chunks_[chunk]->size();
+  auto clear = [&](Bytes offset) {
+    if (offset + need > size) return false;
+    return std::none_of(in_chunk.begin(), in_chunk.end(),
+                        [&](const Owned& k) { return k.begin < offset + need && offset < k.end; });
+  };
+  if (clear(0)) return Bytes{0};
+  std::vector<Bytes>& candidates = shifts_;
+  candidates.clear();
+  for (const Owned& k : in_chunk) candidates.push_back(align_up(k.end, alignment));
+  if (size >= need) candidates.push_back((size - need) / alignment * alignment);
+  std::sort(candidates.begin(), candidates.end());
+  for (Bytes candidate : candidates) {
+    if (clear(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+Result<Bytes> SharedArena::offset_in_chunk(std::size_t chunk, Bytes need, const std::vector<Owned>& kept,
+                                           std::vector<Move>& moves) {
+  const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
+  std::vector<Owned>& in_chunk = in_chunk_;
+  in_chunk.clear();
+  for (const Owned& k : kept) {
+    if (k.chunk == chunks_[chunk].get()) in_chunk.push_back(k);
+  }
+  Bytes kept_bytes = 0;
+  for (const Owned& k : in_chunk) kept_bytes += align_up(k.end - k.begin, alignment);
+  // Members start as low as they can, so that they reuse the same pages (what the process
+  // really touches) rather than spreading over the chunk: at offset 0, or else at the lowest
+  // offset clear of what they read, which copies nothing (the chunk is as large as the
+  // largest member, so this stays within pages the largest touches whenever it fits). Only
+  // when no such offset exists is what they read moved to the chunk's end (host memory).
+  if (const std::optional<Bytes> offset = lowest_clear_offset(chunk, need, in_chunk)) return *offset;
+  const Bytes size = chunks_[chunk]->size();
+  if (!in_chunk.empty() && need + kept_bytes <= size && move_to_end(chunk, in_chunk, moves)) return Bytes{0};
+  // No room at all: a larger chunk, what is read carried over to its end (or, where the
+  // memory cannot be read from here, left in the old chunk, retired until nothing reads it).
+  const Bytes want = std::max({size, need + kept_bytes, need});
+  if (!in_chunk.empty() && want <= type_.max_size()) {
+    auto carried_over = regrow_keeping(chunk, want, in_chunk, moves);
+    if (!carried_over) return carried_over.status();
+    if (*carried_over) return Bytes{0};
+  }
+  GALLOC_RETURN_IF_ERROR(grow_chunk(chunk, std::max(need, std::min(want, type_.max_size())),
+                                    /*keep_old=*/!in_chunk.empty()));
+  return Bytes{0};
+}
+
+void SharedArena::poison_others(Buffer& chunk, const Owned& region) {
+  for (const Owned& o : owned_) {
+    if (o.chunk != &chunk || o.owner == region.owner) continue;
+    const Bytes begin = std::max(o.begin, region.begin);
+    const Bytes end = std::min(o.end, region.end);
+    if (begin < end) chunk.fill(begin, end - begin, std::byte{0xFF});
+  }
 }
 
 bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& needs,

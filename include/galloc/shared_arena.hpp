@@ -191,6 +191,18 @@ class SharedArena {
   static void compose(std::vector<Move>& moves, const std::vector<Move>& later);
   void take_over(const Owned& region);
   void forget_chunk(const Buffer* chunk);
+  // place's steps. Frees the retired chunks in which nothing `kept` lies.
+  void free_retired_chunks(const std::vector<Owned>& kept);
+  // The offset of `need` bytes in chunk `chunk`: the lowest that overlaps nothing kept there,
+  // or else 0, after what is kept was moved to the chunk's end or the chunk was grown.
+  Result<Bytes> offset_in_chunk(std::size_t chunk, Bytes need, const std::vector<Owned>& kept,
+                                std::vector<Move>& moves);
+  // The lowest offset where `need` bytes fit in chunk `chunk` clear of `in_chunk`: 0, or just
+  // above one of them, or at the chunk's top.
+  std::optional<Bytes> lowest_clear_offset(std::size_t chunk, Bytes need, const std::vector<Owned>& in_chunk);
+  // Checked mode: what `region` (in `chunk`) takes of other members' memory is filled with
+  // 0xFF, so that a stale read of it shows.
+  void poison_others(Buffer& chunk, const Owned& region);
   // The chunk (current or retired) that holds `range` whole, with the range as offsets in it.
   [[nodiscard]] std::optional<Owned> locate(AddressRange range) const;
   // The one owned piece that holds `piece` whole; null when none does.
