@@ -250,7 +250,9 @@ class Search {
     std::size_t parts_mark = 0;  // partitions_ before the split's partitions
     bool restart = true;         // sub-partitions start their own canonical order
   };
-  enum class Result : std::uint8_t { kNone, kSuccess, kFailure };
+  // What a frame hears from the frame above it that was just popped: nothing (the frame is
+  // fresh, or a candidate was just placed), that it was solved, or that it failed.
+  enum class Returned : std::uint8_t { kNothing, kSolved, kFailed };
 
   void set(Units& where, Units value) {
     trail_.push_back({&where, where});
@@ -273,6 +275,20 @@ class Search {
   void descend(std::size_t frame_index, PackedItem item);
   // Orders a fresh partition's unplaced items by the heuristic, on the current section totals.
   void rank_partition(const Partition& partition);
+
+  // run's steps. Nothing placed yet: the per-item and per-section state, and the chains of
+  // items of the same shape.
+  void start_empty();
+  // The first partitions (split at every boundary no item crosses) under the root split frame.
+  void push_root();
+  // The top frame is a split: opens its next partition, or pops it when it is done or failed.
+  Returned step_split(Returned returned);
+  // The top frame is a search node: goes on after `returned`, placing its next candidate.
+  Returned step_node(Returned returned);
+  // Places the top node's next candidate that fits and pushes what continues from it; false
+  // when none is left (or a hatless candidate failed, which fails the rest too).
+  bool try_next_candidate();
+  Returned pop_node(Returned returned);
 
   const Packing& p_;
   const Units capacity_;
@@ -488,7 +504,7 @@ void Search::descend(std::size_t frame_index, PackedItem item) {
   frames_.push_back(next);
 }
 
-Outcome Search::run() {
+void Search::start_empty() {
   const std::size_t n = p_.item_count();
   const auto sections = static_cast<std::size_t>(p_.section_count());
   offset_.assign(n, kUnplaced);
@@ -502,47 +518,44 @@ Outcome Search::run() {
   rank_.assign(n, 0);
   // Items of the same shape, chained in index order.
   twin_before_.assign(n, -1);
-  {
-    std::vector<PackedItem> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](PackedItem a, PackedItem b) {
-      const auto x = static_cast<std::size_t>(a);
-      const auto y = static_cast<std::size_t>(b);
-      if (p_.first[x] != p_.first[y]) return p_.first[x] < p_.first[y];
-      if (p_.last[x] != p_.last[y]) return p_.last[x] < p_.last[y];
-      if (p_.size[x] != p_.size[y]) return p_.size[x] < p_.size[y];
-      return a < b;
-    });
-    for (std::size_t k = 1; k < n; ++k) {
-      const auto x = static_cast<std::size_t>(order[k - 1]);
-      const auto y = static_cast<std::size_t>(order[k]);
-      if (p_.first[x] == p_.first[y] && p_.last[x] == p_.last[y] && p_.size[x] == p_.size[y]) {
-        twin_before_[y] = static_cast<PackedItem>(x);
-      }
+  std::vector<PackedItem> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](PackedItem a, PackedItem b) {
+    const auto x = static_cast<std::size_t>(a);
+    const auto y = static_cast<std::size_t>(b);
+    if (p_.first[x] != p_.first[y]) return p_.first[x] < p_.first[y];
+    if (p_.last[x] != p_.last[y]) return p_.last[x] < p_.last[y];
+    if (p_.size[x] != p_.size[y]) return p_.size[x] < p_.size[y];
+    return a < b;
+  });
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto x = static_cast<std::size_t>(order[k - 1]);
+    const auto y = static_cast<std::size_t>(order[k]);
+    if (p_.first[x] == p_.first[y] && p_.last[x] == p_.last[y] && p_.size[x] == p_.size[y]) {
+      twin_before_[y] = static_cast<PackedItem>(x);
     }
   }
-  if (p_.lower_bound() > capacity_) return Outcome::kInfeasible;
-  if (n == 0) return Outcome::kFound;
+}
 
-  // The initial partitions: split at every boundary no item crosses.
+void Search::push_root() {
+  const std::size_t n = p_.item_count();
+  const auto sections = static_cast<Section>(p_.section_count());
   partitions_.clear();
   item_pool_.clear();
-  {
-    std::vector<PackedItem> by_first(n);
-    std::iota(by_first.begin(), by_first.end(), 0);
-    std::sort(by_first.begin(), by_first.end(), [&](PackedItem a, PackedItem b) {
-      return p_.first[static_cast<std::size_t>(a)] < p_.first[static_cast<std::size_t>(b)];
-    });
-    std::size_t k = 0;
-    Section lower = 0;
-    for (Section s = 0; s < static_cast<Section>(sections); ++s) {
-      const bool boundary = s + 1 == static_cast<Section>(sections) || cuts_[static_cast<std::size_t>(s)] == 0;
-      if (!boundary) continue;
-      const std::size_t begin = item_pool_.size();
-      while (k < n && p_.first[static_cast<std::size_t>(by_first[k])] <= s) item_pool_.push_back(by_first[k++]);
-      if (item_pool_.size() > begin) partitions_.push_back({lower, s + 1, begin, item_pool_.size()});
-      lower = s + 1;
-    }
+  std::vector<PackedItem> by_first(n);
+  std::iota(by_first.begin(), by_first.end(), 0);
+  std::sort(by_first.begin(), by_first.end(), [&](PackedItem a, PackedItem b) {
+    return p_.first[static_cast<std::size_t>(a)] < p_.first[static_cast<std::size_t>(b)];
+  });
+  std::size_t k = 0;
+  Section lower = 0;
+  for (Section s = 0; s < sections; ++s) {
+    const bool boundary = s + 1 == sections || cuts_[static_cast<std::size_t>(s)] == 0;
+    if (!boundary) continue;
+    const std::size_t begin = item_pool_.size();
+    while (k < n && p_.first[static_cast<std::size_t>(by_first[k])] <= s) item_pool_.push_back(by_first[k++]);
+    if (item_pool_.size() > begin) partitions_.push_back({lower, s + 1, begin, item_pool_.size()});
+    lower = s + 1;
   }
   Frame root{};
   root.kind = FrameKind::kSplit;
@@ -551,92 +564,93 @@ Outcome Search::run() {
   root.next_part = 0;
   root.restart = true;
   frames_.push_back(root);
+}
 
-  Result result = Result::kNone;
-  while (!frames_.empty()) {
-    const std::size_t top = frames_.size() - 1;
-    if (frames_[top].kind == FrameKind::kSplit) {
-      Frame& split = frames_[top];
-      if (result == Result::kFailure) {
-        item_pool_.resize(split.items_mark);
-        partitions_.resize(split.parts_mark);
-        frames_.pop_back();
-        continue;
-      }
-      if (split.next_part == split.end_part) {
-        item_pool_.resize(split.items_mark);
-        partitions_.resize(split.parts_mark);
-        frames_.pop_back();
-        result = Result::kSuccess;
-        continue;
-      }
-      Frame node{};
-      node.kind = FrameKind::kNode;
-      node.partition = split.next_part++;
-      if (split.restart) {
-        rank_partition(partitions_[node.partition]);
-      } else {
-        node.last_offset = split.last_offset;  // the parent's canonical order goes on
-        node.last_rank = split.last_rank;
-      }
-      frames_.push_back(node);
-      result = Result::kNone;
+Search::Returned Search::step_split(Returned returned) {
+  Frame& split = frames_.back();
+  if (returned == Returned::kFailed || split.next_part == split.end_part) {
+    item_pool_.resize(split.items_mark);
+    partitions_.resize(split.parts_mark);
+    frames_.pop_back();
+    return returned == Returned::kFailed ? Returned::kFailed : Returned::kSolved;
+  }
+  Frame node{};
+  node.kind = FrameKind::kNode;
+  node.partition = split.next_part++;
+  if (split.restart) {
+    rank_partition(partitions_[node.partition]);
+  } else {
+    node.last_offset = split.last_offset;  // the parent's canonical order goes on
+    node.last_rank = split.last_rank;
+  }
+  frames_.push_back(node);
+  return Returned::kNothing;
+}
+
+Search::Returned Search::pop_node(Returned returned) {
+  candidate_pool_.resize(frames_.back().candidates_begin);
+  frames_.pop_back();
+  return returned;
+}
+
+bool Search::try_next_candidate() {
+  const std::size_t top = frames_.size() - 1;
+  while (frames_[top].next_candidate < frames_[top].candidates_end) {
+    Frame& frame = frames_[top];
+    const PackedItem item = candidate_pool_[frame.next_candidate++];
+    frame.mark = trail_.size();
+    bool hatless = false;
+    const bool ok = place(item, partitions_[frame.partition], hatless);
+    frame.hatless = hatless;
+    if (!ok) {
+      rollback(frame.mark);
+      if (hatless) return false;
       continue;
     }
+    descend(top, item);  // pushes frames: `frame` is not used after it
+    return true;
+  }
+  return false;
+}
 
-    // A search node.
-    if (result == Result::kNone) {
-      if ((++nodes_ & 1023) == 1) {  // the clock, now and then
+Search::Returned Search::step_node(Returned returned) {
+  Frame& node = frames_.back();
+  switch (returned) {
+    case Returned::kNothing:
+      // a partition that is already solved
+      if (!make_candidates(node)) return pop_node(Returned::kSolved);
+      break;
+    case Returned::kSolved: return pop_node(Returned::kSolved);
+    case Returned::kFailed:
+      rollback(node.mark);
+      if (node.hatless) return pop_node(Returned::kFailed);  // its other candidates fail too
+      break;
+  }
+  return try_next_candidate() ? Returned::kNothing : pop_node(Returned::kFailed);
+}
+
+Outcome Search::run() {
+  start_empty();
+  if (p_.lower_bound() > capacity_) return Outcome::kInfeasible;
+  if (p_.item_count() == 0) return Outcome::kFound;
+  push_root();
+  Returned returned = Returned::kNothing;
+  while (!frames_.empty()) {
+    if (frames_.back().kind == FrameKind::kSplit) {
+      returned = step_split(returned);
+      continue;
+    }
+    if (returned == Returned::kNothing) {  // a fresh node
+      if ((++nodes_ & 1023) == 1) {        // the clock, now and then
         const auto now = Clock::now();
         if (now >= deadline_) return Outcome::kTimeUp;
         reporter_.maybe_report(now);
       }
       if (nodes_ > node_limit_) return Outcome::kNodeLimit;
-      if (!make_candidates(frames_[top])) {
-        candidate_pool_.resize(frames_[top].candidates_begin);
-        frames_.pop_back();
-        result = Result::kSuccess;
-        continue;
-      }
-    } else if (result == Result::kSuccess) {
-      candidate_pool_.resize(frames_[top].candidates_begin);
-      frames_.pop_back();
-      continue;
-    } else {
-      rollback(frames_[top].mark);
-      if (frames_[top].hatless) {
-        candidate_pool_.resize(frames_[top].candidates_begin);
-        frames_.pop_back();
-        continue;  // still a failure
-      }
     }
-    // Try the next candidate.
-    bool descended = false;
-    while (frames_[top].next_candidate < frames_[top].candidates_end) {
-      Frame& frame = frames_[top];
-      const PackedItem item = candidate_pool_[frame.next_candidate++];
-      frame.mark = trail_.size();
-      bool hatless = false;
-      const bool ok = place(item, partitions_[frame.partition], hatless);
-      frame.hatless = hatless;
-      if (!ok) {
-        rollback(frame.mark);
-        if (hatless) break;
-        continue;
-      }
-      descend(top, item);
-      descended = true;
-      break;
-    }
-    if (descended) {
-      result = Result::kNone;
-      continue;
-    }
-    candidate_pool_.resize(frames_[top].candidates_begin);
-    frames_.pop_back();
-    result = Result::kFailure;
+    returned = step_node(returned);
   }
-  return result == Result::kSuccess ? Outcome::kFound : Outcome::kInfeasible;
+  return returned == Returned::kSolved ? Outcome::kFound : Outcome::kInfeasible;
 }
 
 // Round robin over static orders (and targets), doubling the node limit each round, as
