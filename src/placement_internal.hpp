@@ -27,33 +27,30 @@ namespace galloc::detail {
 // (cannot_be_beaten); per allocator the smallest.
 [[nodiscard]] Placement best_of_heuristics(const Problem& problem);
 
-// The order `best` tries the heuristics in; it stops at the first placement no other can
-// beat. On the 112 graphs of bench/graphs and the 23 of the zoo (bench/at_bound.py):
-//   - ggml reaches the lower bound on 12 and 6 of them. It is the cheapest, and linear in the
-//     objects where the greedy variants are not on the pathological graphs of
-//     docs/RELIABILITY.md (P4), so it goes first on problems above kGreedyFirstUpTo objects,
-//     where a pathological graph would make greedy slow.
-//   - Greedy into the lowest gap reaches it on 108 and 19, and costs less than either
-//     lowest-offset-first. Between kLowestOffsetFirstUpTo and kGreedyFirstUpTo objects (the
-//     captured graphs above 336 objects have at most 551) it goes first: behind ggml it ran
-//     anyway wherever ggml missed the bound, and ggml's run was wasted there.
-//   - Lowest-offset-first by lifetime on 112 and 22 (not the zoo's llama-7b-pp2048); alone
-//     among these on four of Llama-2-7B's and Mistral-7B's flash-attention graphs, so it
-//     goes second where greedy goes first: ggml is at the bound on none of those four.
-//   - Lowest-offset-first (busiest, then area) on 108 and 23. Up to kLowestOffsetFirstUpTo
-//     objects it costs about what greedy does and alone reaches the bound on
-//     training-llama-2l, ResNet-50, ViT-B/16 and gpt2-small-tg1, so there it goes first.
-//   - Each of the rest is the only smallest on a few random graphs (of about 1,700 allocators:
-//     greedy by size into the best fit 8, by start into the best fit 3, by start into the
-//     lowest gap 1), so they stay, behind.
+// The order `best` tries the heuristics in. It stops at the first placement no other can
+// beat, so those that are cheap and often reach the live lower bound go first; how often each
+// does is in docs/PERFORMANCE.md (`python3 bench/at_bound.py`).
+//   - ggml is the cheapest, and linear in the objects where the greedy variants are not on the
+//     pathological graphs of docs/RELIABILITY.md (P4): it goes first on problems above
+//     kGreedyFirstUpTo objects, where such a graph would make greedy slow.
+//   - Greedy into the lowest gap reaches the bound on most graphs and costs less than either
+//     lowest-offset-first. Between kLowestOffsetFirstUpTo and kGreedyFirstUpTo objects it goes
+//     first: behind ggml it ran anyway wherever ggml missed the bound, and ggml's run was
+//     wasted there.
+//   - Lowest-offset-first by lifetime is alone in reaching the bound on some flash-attention
+//     graphs, so it goes second where greedy goes first.
+//   - Lowest-offset-first (busiest, then area) costs about what greedy does on small problems
+//     and alone reaches the bound on some of the zoo's (a training step, ResNet-50, ViT-B/16,
+//     a GPT-2 token step), so it goes first up to kLowestOffsetFirstUpTo objects.
+//   - Each of the rest is alone the smallest on a few random graphs, so they stay, behind.
 [[nodiscard]] Span<const Strategy> best_order(const Problem& problem);
 inline constexpr std::size_t kLowestOffsetFirstUpTo = 336;
 inline constexpr std::size_t kGreedyFirstUpTo = 4096;
 
 // Lowest-offset-first finds its next object in one of two ways with the same result. Up to this
 // many objects in a chunk, every waiting object's lowest offset is kept up to date and scanned
-// in vector code after each placement (quadratic, but cheaper than the heap on all but the
-// smallest zoo graphs); above it, a lazy heap over a skyline tree looks again only at objects
+// in vector code after each placement (quadratic, but cheaper than the heap except on small
+// problems); above it, a lazy heap over a skyline tree looks again only at objects
 // that reach its top.
 inline constexpr std::size_t kScanUpTo = 1024;
 

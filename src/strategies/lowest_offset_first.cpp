@@ -253,9 +253,9 @@ GALLOC_ALSO_FOR_AVX2 ScanLowest raise_blocks_and_find_lowest(const ScanKey* __re
 // waiting object it overlaps, and the same pass finds the lowest for the next pick. That is a
 // pass over all waiting objects per placement, but one the compiler turns into vector code:
 // offsets are kept in units of the alignment (every offset is a multiple of it) as 32-bit
-// integers, in flat arrays of whole blocks. It is cheaper than the lazy heap below on all but
-// the smallest zoo graphs, most where the heap looks at each object many times
-// (docs/PERFORMANCE.md has the figures).
+// integers, in flat arrays of whole blocks. It is cheaper than the lazy heap below except on
+// small problems, most where the heap looks at each object many times (docs/PERFORMANCE.md
+// has the figures).
 class ScanningPicker {
  public:
   using Key = ScanKey;
