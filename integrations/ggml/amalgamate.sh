@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Writes galloc's ggml drop-in as ONE self-contained C++ file: galloc's core planner (the
-# sources of the galloc_core target that the drop-in calls) followed by ggml-alloc.cpp. The
+# sources of the galloc_core target that the drop-in calls) followed by the drop-in's files:
+# what its API generations share, then one file per generation, each under the compile-time
+# probe (api_generations.hpp) that keeps it for the ggml it is built into. The
 # file includes only ggml's own headers and the C++ standard library, builds as C++17 or
 # C++20, and gives every galloc symbol internal linkage, so that two copies renamed by two
 # packages (lm_ggml_, wsp_ggml_) link into one program without clashing.
@@ -50,14 +52,17 @@ if [[ $WITH_DUMP == 1 ]]; then
     HEADERS+=(include/galloc/graph_json.hpp)
     SOURCES+=(src/graph_json.cpp)
 fi
-# The drop-in: its own headers in dependency order, then ggml-alloc.cpp.
+# The drop-in: its own headers in dependency order, what the generations share, then each
+# generation (ggml-alloc.h from late 2024 on, and the 2023 one).
 DROPIN=(
     integrations/ggml/api_generations.hpp
     integrations/ggml/cgraph_conversion.hpp
     integrations/ggml/dropin_env.hpp
     integrations/ggml/galloc-ggml.h
-    integrations/ggml/ggml-alloc.cpp
-    integrations/ggml/ggml-alloc-2023.hpp
+    integrations/ggml/ggml-alloc-shared.hpp
+    integrations/ggml/ggml-alloc-shared.cpp
+    integrations/ggml/ggml-alloc-2024.cpp
+    integrations/ggml/ggml-alloc-2023.cpp
 )
 
 for f in "${HEADERS[@]}" "${SOURCES[@]}" "${DROPIN[@]}" LICENSE; do

@@ -17,8 +17,8 @@
 #
 # Produces OUT_DIR/libggml-stock.a, OUT_DIR/include/ and OUT_DIR/include/internal/,
 # and OUT_DIR/libggml-galloc.a: the same library with ggml-alloc.c replaced by galloc's
-# drop-in (ggml-alloc.cpp next to this file, or GALLOC_DROPIN_SOURCE) and galloc itself
-# compiled in. See README.md next to this file.
+# drop-in (the one file amalgamate.sh writes from the files next to this one, or
+# GALLOC_DROPIN_SOURCE) and galloc itself compiled in. See README.md next to this file.
 set -euo pipefail
 
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")

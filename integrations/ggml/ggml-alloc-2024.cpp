@@ -1,22 +1,10 @@
-// galloc's drop-in for ggml's ggml-alloc.c: the whole public API of ggml-alloc.h on top of
-// libgalloc. It is compiled in place of ggml-alloc.c (see build.sh) and adds no planning logic
-// of its own: it converts a ggml_cgraph into a galloc::Graph, lets galloc::GraphAllocator plan
-// it, and applies the plan with ggml's own backend calls, in upstream's order.
-//
-//   GALLOC_STRATEGY=NAME                     placement strategy by name, as `galloc strategies`
-//                                            lists them (default best; ggml reproduces
-//                                            upstream's addresses and buffer sizes exactly)
-//   GALLOC_SHARE=groups|1|0                  which ggml_gallocr share compute buffers: those in
-//                                            share groups (galloc-ggml.h; the default, or
-//                                            GALLOC_SHARE_DEFAULT's at compile time), every
-//                                            one of the process, or none
-//   GALLOC_SHARE_CHECK=1                     shared buffers poison what each alloc takes over
-//   GALLOC_DUMP=DIR                          write every reserved graph to DIR as galloc JSON
-//
-// The ggml API generations it serves (from whisper.rn 0.4.0-rc.10's late-2024 ggml to current
-// upstream) differ in a few signatures and declarations; each is detected from ggml's headers
-// at compile time (api_generations.hpp), never from a version string. The conversion from
-// ggml_cgraph is in cgraph_conversion.hpp; this file is ggml's API on galloc's calls.
+// The drop-in for ggml-alloc.h from late 2024 on (whisper.rn 0.4.0-rc.10's ggml to current
+// upstream): ggml_gallocr with buffer types and buffer ids, ggml_tallocr, and a context's
+// tensors in buffers. The API generations within it differ in a few signatures and
+// declarations, each detected from ggml's headers at compile time (api_generations.hpp).
+// ggml-alloc-2023.cpp is the drop-in for the 2023 API; amalgamate.sh puts both, after
+// ggml-alloc-shared.cpp, into one file, and the preprocessor keeps the one this ggml needs.
+
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
@@ -56,42 +44,13 @@
 #include "cgraph_conversion.hpp"
 #include "dropin_env.hpp"
 #include "galloc-ggml.h"
+#include "ggml-alloc-shared.hpp"
 
-#ifdef GALLOC_DROPIN_JSON  // GALLOC_DUMP's graph files (dropin_env.hpp)
-#include "galloc/graph_json.hpp"
-#endif
-
-// amalgamate.sh defines the commit the one-file drop-in was made from.
-#ifdef GALLOC_REVISION
-constexpr const char* kGallocRevision = GALLOC_REVISION;
-#else
-constexpr const char* kGallocRevision = "(built from source)";
-#endif
-
-static_assert(GGML_MAX_SRC <= galloc::kMaxSources && GGML_MAX_DIMS == galloc::kMaxDims,
-              "this ggml has more sources or dimensions per tensor than galloc's graph model");
-
-#if !GALLOC_GGML_2023_API  // the 2023 API is in ggml-alloc-2023.hpp, included at the end
+#if !GALLOC_GGML_2023_API
 
 namespace {
 
-// ------------------------------------------------------------------ errors and logging
-
-void log_error(const char* function, const galloc::Status& status) {
-  GGML_LOG_ERROR("%s: %s\n", function, status.to_string().c_str());
-}
-
-void log_exception(const char* function) {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    GGML_LOG_ERROR("%s: out of memory (galloc)\n", function);
-  } catch (const std::exception& e) {
-    GGML_LOG_ERROR("%s: galloc: %s\n", function, e.what());
-  } catch (...) {
-    GGML_LOG_ERROR("%s: galloc: unknown exception\n", function);
-  }
-}
+// ------------------------------------------------------------------ ggml's status
 
 ggml_status tensor_alloc(ggml_backend_buffer_t buffer, ggml_tensor* tensor, void* addr) {
   return status_of([&] { return ggml_backend_tensor_alloc(buffer, tensor, addr); });
@@ -386,33 +345,21 @@ galloc::BufferAssignment assignment_of(const ggml_cgraph* graph, const int* node
 }
 
 // GALLOC_DUMP=DIR: the graph just reserved, with its buffer types and buffer ids, as a galloc
-// graph file DIR/ggml-<sequence>-<allocator>-<n>.json. Buffer types are described by name,
-// alignment and max size; a device's per-tensor alloc size cannot be written down, so the file
-// assumes none.
+// graph file DIR/ggml-<sequence>-<allocator>-<n>.json.
 void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const char* function) {
   if (galloc->dump_dir.empty()) return;
-#ifdef GALLOC_DROPIN_JSON
-  galloc::GraphFile file;
-  file.graph = galloc->current.graph;
-  for (const auto& type : galloc->types) {
-    file.buffer_types.push_back({type->name(), type->alignment(), type->max_size(), 0});
-  }
+  std::vector<const galloc::BufferType*> types;
+  for (const auto& type : galloc->types) types.push_back(type.get());
+  std::vector<int> type_of_id;
   for (ggml_backend_buffer_type_t buft : galloc->bufts) {
     for (std::size_t t = 0; t < galloc->types.size(); ++t) {
-      if (galloc->types[t]->buft() == buft) file.buffer_type_of_id.push_back(static_cast<int>(t));
+      if (galloc->types[t]->buft() == buft) type_of_id.push_back(static_cast<int>(t));
     }
   }
-  file.node_buffer_ids.assign(assignment.node_buffer_ids.begin(), assignment.node_buffer_ids.end());
-  file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
   char tag[48];  // the allocator and its own count
-  std::snprintf(tag, sizeof tag, "%p-%04d", static_cast<void*>(galloc), galloc->dumps++);
-  if (galloc::Status s = write_dump(galloc->dump_dir, tag, file); !s) log_error(function, s);
-#else
-  (void)assignment;
-  if (galloc->dumps++ == 0) {
-    GGML_LOG_ERROR("%s: GALLOC_DUMP is set, but this drop-in was built without galloc's graph files\n", function);
-  }
-#endif
+  std::snprintf(tag, sizeof tag, "%p-%04d", static_cast<void*>(galloc), galloc->dumps);
+  dump_graph_file(galloc->dump_dir, tag, galloc->current.graph, types, std::move(type_of_id), assignment, galloc->dumps,
+                  function);
 }
 
 // The buffers of the allocator's arenas now, asked again only when an arena changed.
@@ -958,6 +905,3 @@ bool ggml_op_can_inplace(enum ggml_op op) {
 }  // extern "C"
 
 #endif  // !GALLOC_GGML_2023_API
-
-// The 2023 generation's ggml-alloc.h (ggml_allocr_*, measure allocators).
-#include "ggml-alloc-2023.hpp"

@@ -1,4 +1,4 @@
-// The 2023 ggml-alloc.h (whisper.rn 0.4.0-rc.8's ggml) on galloc: the measure allocator
+// The drop-in for the 2023 ggml-alloc.h (whisper.rn 0.4.0-rc.8's ggml): the measure allocator
 // ggml_allocr_*, the tensor allocator ggml_tallocr_* with its measure mode, and the first
 // ggml_gallocr (a parse order, and ggml_gallocr_alloc_graph_n for ggml_backend_sched).
 //
@@ -12,7 +12,9 @@
 // The 2023 API had no way to report failure (void returns, an abort when the buffer is too
 // small). The signatures stay; a failure is logged to stderr, as that ggml logs, the tensors
 // concerned keep data == NULL, and the program goes on.
-#pragma once
+//
+// amalgamate.sh puts it into the one file after ggml-alloc-2024.cpp; the preprocessor keeps
+// the one this ggml needs (api_generations.hpp).
 
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
@@ -43,6 +45,7 @@
 #include "api_generations.hpp"
 #include "cgraph_conversion.hpp"
 #include "dropin_env.hpp"
+#include "ggml-alloc-shared.hpp"
 
 #ifdef GALLOC_DROPIN_JSON  // GALLOC_DUMP's graph files (dropin_env.hpp)
 #include "galloc/graph_json.hpp"
@@ -51,22 +54,6 @@
 #if GALLOC_GGML_2023_API
 
 namespace {
-
-void log_error_2023(const char* function, const std::string& message) {
-  std::fprintf(stderr, "%s: %s\n", function, message.c_str());
-}
-
-void log_exception_2023(const char* function) {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    log_error_2023(function, "out of memory (galloc)");
-  } catch (const std::exception& e) {
-    log_error_2023(function, std::string("galloc: ") + e.what());
-  } catch (...) {
-    log_error_2023(function, "galloc: unknown exception");
-  }
-}
 
 // A block of a ggml_tallocr's buffer held since its last reset: a tensor from ggml_tallocr_alloc,
 // or (tensor == nullptr) the memory of a graph placed there.
@@ -204,7 +191,7 @@ class WindowType final : public galloc::BufferType {
 galloc::GraphAllocatorOptions options_2023() {
   galloc::GraphAllocatorOptions options;
   auto strategy = strategy_from_env();
-  if (!strategy) log_error_2023("ggml_gallocr_new", strategy.status().message());
+  if (!strategy) log_error("ggml_gallocr_new", strategy.status().message());
   options.placement.strategy = strategy ? *strategy : galloc::Strategy::kBest;
   return options;
 }
@@ -228,25 +215,14 @@ namespace {
 // GALLOC_DUMP=DIR: every graph planned again, as a galloc graph file.
 void dump_2023(ggml_gallocr* galloc, const galloc::BufferAssignment& assignment) {
   if (galloc->dump_dir.empty()) return;
-#ifdef GALLOC_DROPIN_JSON
-  galloc::GraphFile file;
-  file.graph = galloc->current.graph;
-  for (std::size_t i = 0; i < galloc->types.size(); ++i) {
-    const WindowType& type = *galloc->types[i];
-    file.buffer_types.push_back({type.name(), type.alignment(), type.max_size(), 0});
-    file.buffer_type_of_id.push_back(static_cast<int>(i));
+  std::vector<const galloc::BufferType*> types;
+  std::vector<int> type_of_id;
+  for (const auto& type : galloc->types) {
+    type_of_id.push_back(static_cast<int>(types.size()));
+    types.push_back(type.get());
   }
-  file.node_buffer_ids.assign(assignment.node_buffer_ids.begin(), assignment.node_buffer_ids.end());
-  file.leaf_buffer_ids.assign(assignment.leaf_buffer_ids.begin(), assignment.leaf_buffer_ids.end());
-  if (galloc::Status s = write_dump(galloc->dump_dir, "2023", file); !s)
-    log_error_2023("ggml_allocr_alloc_graph", s.to_string());
-#else
-  (void)assignment;
-  if (galloc->dumps++ == 0) {
-    log_error_2023("ggml_allocr_alloc_graph",
-                   "GALLOC_DUMP is set, but this drop-in was built without galloc's graph files");
-  }
-#endif
+  dump_graph_file(galloc->dump_dir, "2023", galloc->current.graph, types, std::move(type_of_id), assignment,
+                  galloc->dumps, "ggml_allocr_alloc_graph");
 }
 
 // The graph as alloc_graph walks it: with a parse order, its nodes in that order (barriers
@@ -490,12 +466,12 @@ extern "C" {
 ggml_tallocr_t ggml_tallocr_new(void* data, size_t size, size_t alignment) {
   try {
     if (!galloc::is_power_of_two(alignment)) {
-      log_error_2023(__func__, "alignment " + std::to_string(alignment) + " is not a power of two");
+      log_error(__func__, "alignment " + std::to_string(alignment) + " is not a power of two");
       return nullptr;
     }
     return new_tallocr(ggml_backend_cpu_buffer_from_ptr(data, size), true, false, alignment);
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
     return nullptr;
   }
 }
@@ -503,14 +479,14 @@ ggml_tallocr_t ggml_tallocr_new(void* data, size_t size, size_t alignment) {
 ggml_tallocr_t ggml_tallocr_new_measure(size_t alignment) {
   try {
     if (!galloc::is_power_of_two(alignment)) {
-      log_error_2023(__func__, "alignment " + std::to_string(alignment) + " is not a power of two");
+      log_error(__func__, "alignment " + std::to_string(alignment) + " is not a power of two");
       return nullptr;
     }
     // no memory: addresses from a made-up base, as the 2023 allocator hands out
     void* fake_base = reinterpret_cast<void*>(std::uintptr_t{0x1000});
     return new_tallocr(ggml_backend_cpu_buffer_from_ptr(fake_base, SIZE_MAX / 2), true, true, alignment);
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
     return nullptr;
   }
 }
@@ -518,12 +494,12 @@ ggml_tallocr_t ggml_tallocr_new_measure(size_t alignment) {
 ggml_tallocr_t ggml_tallocr_new_from_buffer(struct ggml_backend_buffer* buffer) {
   try {
     if (buffer == nullptr) {
-      log_error_2023(__func__, "the buffer is NULL");
+      log_error(__func__, "the buffer is NULL");
       return nullptr;
     }
     return new_tallocr(buffer, false, false, ggml_backend_buffer_get_alignment(buffer));
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
     return nullptr;
   }
 }
@@ -531,7 +507,7 @@ ggml_tallocr_t ggml_tallocr_new_from_buffer(struct ggml_backend_buffer* buffer) 
 ggml_tallocr_t ggml_tallocr_new_from_buft(struct ggml_backend_buffer_type* buft, size_t size) {
   ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft, size);
   if (buffer == nullptr) {
-    log_error_2023(__func__, "failed to allocate a buffer of " + std::to_string(size) + " bytes");
+    log_error(__func__, "failed to allocate a buffer of " + std::to_string(size) + " bytes");
     return nullptr;
   }
   ggml_tallocr_t talloc = ggml_tallocr_new_from_buffer(buffer);
@@ -581,21 +557,21 @@ void ggml_tallocr_reset(ggml_tallocr_t talloc) {
 void ggml_tallocr_alloc(ggml_tallocr_t talloc, struct ggml_tensor* tensor) {
   try {
     if (talloc == nullptr || tensor == nullptr) {
-      log_error_2023(__func__, "the allocator or the tensor is NULL");
+      log_error(__func__, "the allocator or the tensor is NULL");
       return;
     }
     if (tensor->view_src != nullptr || tensor->data != nullptr) {
-      log_error_2023(__func__, "tensor '" + std::string(tensor->name) + "'" +
-                                   (tensor->view_src != nullptr ? " is a view; it takes its source's memory"
-                                                                : " already has memory"));
+      log_error(__func__,
+                "tensor '" + std::string(tensor->name) + "'" +
+                    (tensor->view_src != nullptr ? " is a view; it takes its source's memory" : " already has memory"));
       return;
     }
     const Bytes size = galloc::align_up(ggml_backend_buffer_get_alloc_size(talloc->buffer, tensor), talloc->alignment);
     const Bytes offset = next_free_offset(*talloc);
     if (size > talloc->capacity || offset > talloc->capacity - size) {
-      log_error_2023(__func__, "not enough space in the buffer for tensor '" + std::string(tensor->name) +
-                                   "' (needed " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
-                                   ", buffer size " + std::to_string(talloc->capacity) + "); it stays unallocated");
+      log_error(__func__, "not enough space in the buffer for tensor '" + std::string(tensor->name) + "' (needed " +
+                              std::to_string(size) + " bytes at offset " + std::to_string(offset) + ", buffer size " +
+                              std::to_string(talloc->capacity) + "); it stays unallocated");
       return;
     }
     talloc->held.push_back({tensor, offset, offset + size});
@@ -604,7 +580,7 @@ void ggml_tallocr_alloc(ggml_tallocr_t talloc, struct ggml_tensor* tensor) {
     if (!talloc->measure) ggml_backend_buffer_init_tensor(talloc->buffer, tensor);
     talloc->max_size = std::max(talloc->max_size, offset + size);
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
   }
 }
 
@@ -625,7 +601,7 @@ ggml_gallocr_t ggml_gallocr_new(void) {
     }
     return galloc.release();
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
     return nullptr;
   }
 }
@@ -637,22 +613,22 @@ void ggml_gallocr_set_parse_seq(ggml_gallocr_t galloc, const int* list, int n) {
   try {
     galloc->parse_seq.assign(list, list + std::max(n, 0));
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
   }
 }
 
 size_t ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, ggml_tallocr_t talloc, struct ggml_cgraph* graph) {
   try {
     if (talloc == nullptr) {
-      log_error_2023(__func__, "the tensor allocator is NULL");
+      log_error(__func__, "the tensor allocator is NULL");
       return 0;
     }
     if (galloc::Status s = alloc_graph_2023(galloc, graph, [talloc](const ggml_tensor*) { return talloc; }); !s) {
-      log_error_2023(__func__, s.to_string());
+      log_error(__func__, s);
     }
     return talloc->max_size;
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
     return 0;
   }
 }
@@ -661,17 +637,17 @@ void ggml_gallocr_alloc_graph_n(ggml_gallocr_t galloc, struct ggml_cgraph* graph
                                 ggml_tallocr_t* hash_node_talloc) {
   try {
     if (graph != nullptr && hash_set.size < static_cast<size_t>(graph->n_nodes + graph->n_leafs)) {
-      log_error_2023(__func__, "the hash set has " + std::to_string(hash_set.size) + " slots for " +
-                                   std::to_string(graph->n_nodes + graph->n_leafs) + " tensors");
+      log_error(__func__, "the hash set has " + std::to_string(hash_set.size) + " slots for " +
+                              std::to_string(graph->n_nodes + graph->n_leafs) + " tensors");
       return;
     }
     auto talloc_for = [&](const ggml_tensor* t) -> ggml_tallocr* {
       const size_t slot = ggml_hash_find_or_insert(hash_set, const_cast<ggml_tensor*>(t));
       return slot < hash_set.size ? hash_node_talloc[slot] : nullptr;
     };
-    if (galloc::Status s = alloc_graph_2023(galloc, graph, talloc_for); !s) log_error_2023(__func__, s.to_string());
+    if (galloc::Status s = alloc_graph_2023(galloc, graph, talloc_for); !s) log_error(__func__, s);
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
   }
 }
 
@@ -695,7 +671,7 @@ ggml_allocr_t new_allocr(ggml_tallocr_t talloc) {
   }
   auto* alloc = new (std::nothrow) ggml_allocr{talloc, galloc};
   if (alloc == nullptr) {
-    log_error_2023("ggml_allocr_new", "out of memory");
+    log_error("ggml_allocr_new", "out of memory");
     ggml_gallocr_free(galloc);
     ggml_tallocr_free(talloc);
   }
@@ -753,7 +729,7 @@ size_t ggml_allocr_max_size(ggml_allocr_t alloc) { return alloc != nullptr ? ggm
 
 size_t ggml_allocr_alloc_graph(ggml_allocr_t alloc, struct ggml_cgraph* graph) {
   if (alloc == nullptr) {
-    log_error_2023(__func__, "the allocator is NULL");
+    log_error(__func__, "the allocator is NULL");
     return 0;
   }
   return ggml_gallocr_alloc_graph(alloc->galloc, alloc->talloc, graph);
@@ -765,7 +741,7 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
                                                                ggml_backend_buffer_type_t buft) {
   try {
     if (ctx == nullptr || !ggml_get_no_alloc(ctx)) {
-      log_error_2023(__func__, "the context must be created with no_alloc = true");
+      log_error(__func__, "the context must be created with no_alloc = true");
       return nullptr;
     }
     const Bytes alignment = ggml_backend_buft_get_alignment(buft);
@@ -777,7 +753,7 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
     if (total == 0) return nullptr;  // everything has memory already
     ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft, total);
     if (buffer == nullptr) {
-      log_error_2023(__func__, "failed to allocate a buffer of " + std::to_string(total) + " bytes");
+      log_error(__func__, "failed to allocate a buffer of " + std::to_string(total) + " bytes");
       return nullptr;
     }
     std::unique_ptr<ggml_tallocr, void (*)(ggml_tallocr_t)> talloc(ggml_tallocr_new_from_buffer(buffer),
@@ -795,7 +771,7 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
     }
     return buffer;
   } catch (...) {
-    log_exception_2023(__func__);
+    log_exception(__func__);
     return nullptr;
   }
 }
