@@ -312,6 +312,153 @@ class Place2023 final : public galloc::AllocSink {
   bool reserved_ = false;
 };
 
+// The allocators of a graph's tensors, in order of first use (one buffer id each), and the
+// buffer id of each node and leaf. `talloc_for` gives the allocator of a ggml tensor.
+struct GraphAllocators {
+  std::vector<ggml_tallocr*> tallocs;  // per buffer id
+  std::vector<BufferId> node_ids;
+  std::vector<BufferId> leaf_ids;
+};
+
+template <typename TallocFor>
+galloc::Status allocators_of(const ggml_cgraph& graph, TallocFor& talloc_for, GraphAllocators& out) {
+  auto id_of = [&](ggml_tallocr* talloc) {
+    const auto it = std::find(out.tallocs.begin(), out.tallocs.end(), talloc);
+    if (it != out.tallocs.end()) return static_cast<BufferId>(it - out.tallocs.begin());
+    out.tallocs.push_back(talloc);
+    return static_cast<BufferId>(out.tallocs.size() - 1);
+  };
+  for (int i = 0; i < graph.n_nodes; ++i) {
+    ggml_tallocr* talloc = talloc_for(graph.nodes[i]);
+    if (talloc == nullptr)
+      return galloc::invalid_argument(std::string("node ") + graph.nodes[i]->name + " has no allocator");
+    out.node_ids.push_back(id_of(talloc));
+  }
+  for (int i = 0; i < graph.n_leafs; ++i) {
+    ggml_tallocr* talloc = talloc_for(graph.leafs[i]);
+    out.leaf_ids.push_back(talloc != nullptr ? id_of(talloc) : 0);
+  }
+  return galloc::Status::ok();
+}
+
+// The tensors allocated before the graph that the graph reads, planned with it: they leave
+// their allocators' held blocks, their bytes saved (unless measuring). Unless the graph was
+// placed (commit), the destructor allocates those not yet placed again, after what their
+// allocators hold, with their bytes.
+class InputsTakenAlong {
+ public:
+  using SavedBytes = std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>>;
+
+  explicit InputsTakenAlong(const std::vector<ggml_tallocr*>& tallocs) {
+    for (ggml_tallocr* talloc : tallocs) {
+      for (const HeldBlock& block : talloc->held) {
+        if (block.tensor != nullptr) pinned_.emplace(block.tensor, talloc);
+      }
+    }
+  }
+  InputsTakenAlong(const InputsTakenAlong&) = delete;
+  InputsTakenAlong& operator=(const InputsTakenAlong&) = delete;
+  ~InputsTakenAlong() {
+    if (!committed_) restore();
+  }
+
+  // Takes what the graph's leafs and nodes are, and what the nodes read.
+  void take_all(const ggml_cgraph& graph) {
+    for (int i = 0; i < graph.n_leafs; ++i) take(graph.leafs[i]);
+    for (int i = 0; i < graph.n_nodes; ++i) {
+      ggml_tensor* node = graph.nodes[i];
+      take(node);
+      for (int s = 0; s < GGML_MAX_SRC; ++s) {
+        if (node->src[s] != nullptr) take(node->src[s]);
+      }
+    }
+  }
+  void commit() { committed_ = true; }
+  [[nodiscard]] const std::vector<ggml_tensor*>& taken() const { return taken_; }
+  [[nodiscard]] SavedBytes& saved() { return saved_; }
+
+ private:
+  void take(ggml_tensor* t) {
+    auto it = pinned_.find(t);
+    if (it == pinned_.end() || t->data == nullptr) return;
+    if (!it->second->measure) {
+      std::vector<std::uint8_t>& bytes = saved_[t];
+      bytes.resize(ggml_nbytes(t));
+      ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
+    }
+    auto& held = it->second->held;
+    const auto block = std::find_if(held.begin(), held.end(), [&](const HeldBlock& b) { return b.tensor == t; });
+    taken_from_.emplace_back(it->second, *block);
+    held.erase(block);
+    t->data = nullptr;
+    t->buffer = nullptr;
+    taken_.push_back(t);
+  }
+
+  void restore() {
+    for (auto& [talloc, block] : taken_from_) {
+      ggml_tensor* t = block.tensor;
+      if (t->data != nullptr) continue;  // placed before the failure
+      const Bytes offset = next_free_offset(*talloc);
+      const Bytes size = block.end - block.begin;
+      if (offset > talloc->capacity || size > talloc->capacity - offset) continue;  // stays unallocated
+      t->data = talloc->base + offset;
+      t->buffer = talloc->buffer;
+      talloc->held.push_back({t, offset, offset + size});
+      if (talloc->measure) continue;
+      ggml_backend_buffer_init_tensor(talloc->buffer, t);
+      if (auto it = saved_.find(t); it != saved_.end())
+        ggml_backend_tensor_set(t, it->second.data(), 0, it->second.size());
+    }
+  }
+
+  std::unordered_map<const ggml_tensor*, ggml_tallocr*> pinned_;  // what the allocators held
+  SavedBytes saved_;
+  std::vector<ggml_tensor*> taken_;
+  std::vector<std::pair<ggml_tallocr*, HeldBlock>> taken_from_;
+  bool committed_ = false;
+};
+
+// The ordered graph as galloc's, with the 2023 allocator's rules; what was taken along is an
+// input (allocated first, freed after its last reader). Names and shapes are left for when the
+// graph is planned again (Place2023::before_reserve).
+galloc::Status convert_2023(ggml_gallocr* galloc, OrderedGraph& ordered, const std::vector<ggml_tensor*>& taken) {
+  GALLOC_RETURN_IF_ERROR(convert_graph(&ordered.graph, galloc->current, Details::kSkip));
+  galloc::Graph& graph = galloc->current.graph;
+  graph.node_groups = ordered.groups;
+  // the 2023 in-place rules: only sources its own allocator holds, also through a view
+  graph.inplace_across_buffers = false;
+  graph.inplace_through_views = true;
+  for (ggml_tensor* t : taken) {
+    const TensorId id = galloc->current.ids.at(t);
+    if (id != galloc::kNoTensor) graph[id].flags |= galloc::kFlagInput;
+  }
+  return galloc::Status::ok();
+}
+
+// Per buffer id, where the graph's memory starts in its allocator: after what it holds. The
+// allocator's GraphAllocator is made again when the allocators or these floors changed.
+std::vector<Bytes> graph_floors(ggml_gallocr* galloc, const std::vector<ggml_tallocr*>& tallocs) {
+  std::vector<std::pair<std::uint64_t, Bytes>> key;
+  std::vector<Bytes> floors;
+  for (ggml_tallocr* talloc : tallocs) {
+    floors.push_back(next_free_offset(*talloc));
+    key.emplace_back(talloc->serial, floors.back());
+  }
+  if (galloc->allocator == nullptr || key != galloc->key) {
+    galloc->allocator.reset();
+    galloc->types.clear();
+    std::vector<const galloc::BufferType*> types;
+    for (std::size_t i = 0; i < tallocs.size(); ++i) {
+      galloc->types.push_back(std::make_unique<WindowType>(tallocs[i], floors[i], &galloc->current));
+      types.push_back(galloc->types.back().get());
+    }
+    galloc->allocator = std::make_unique<galloc::GraphAllocator>(std::move(types), options_2023());
+    galloc->key = std::move(key);
+  }
+  return floors;
+}
+
 // alloc_graph and alloc_graph_n: `talloc_for` gives the allocator of a ggml tensor.
 template <typename TallocFor>
 galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, TallocFor&& talloc_for) {
@@ -319,123 +466,23 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
   if (cgraph == nullptr) return galloc::invalid_argument("the graph is NULL");
   OrderedGraph ordered;
   GALLOC_RETURN_IF_ERROR(order_graph(galloc->parse_seq, cgraph, ordered));
-
-  // The allocators, in order of first use (one buffer id each), and each listed tensor's.
-  std::vector<ggml_tallocr*> tallocs;
-  auto id_of = [&](ggml_tallocr* talloc) {
-    const auto it = std::find(tallocs.begin(), tallocs.end(), talloc);
-    if (it != tallocs.end()) return static_cast<BufferId>(it - tallocs.begin());
-    tallocs.push_back(talloc);
-    return static_cast<BufferId>(tallocs.size() - 1);
-  };
-  std::vector<BufferId> node_ids, leaf_ids;
-  for (int i = 0; i < ordered.graph.n_nodes; ++i) {
-    ggml_tallocr* talloc = talloc_for(ordered.graph.nodes[i]);
-    if (talloc == nullptr) {
-      return galloc::invalid_argument(std::string("node ") + ordered.graph.nodes[i]->name + " has no allocator");
-    }
-    node_ids.push_back(id_of(talloc));
-  }
-  for (int i = 0; i < ordered.graph.n_leafs; ++i) {
-    ggml_tallocr* talloc = talloc_for(ordered.graph.leafs[i]);
-    leaf_ids.push_back(talloc != nullptr ? id_of(talloc) : 0);
-  }
+  GraphAllocators allocators;
+  GALLOC_RETURN_IF_ERROR(allocators_of(ordered.graph, talloc_for, allocators));
+  const std::vector<ggml_tallocr*>& tallocs = allocators.tallocs;
   if (tallocs.empty()) return galloc::Status::ok();  // nothing to place
 
-  // Tensors allocated before the graph that the graph reads are planned with it: their bytes
-  // are saved (unless measuring), and they leave their allocator's held blocks.
-  std::unordered_map<const ggml_tensor*, ggml_tallocr*> pinned;
-  for (ggml_tallocr* talloc : tallocs) {
-    for (const HeldBlock& block : talloc->held) {
-      if (block.tensor != nullptr) pinned.emplace(block.tensor, talloc);
-    }
-  }
-  std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>> saved;
-  std::vector<ggml_tensor*> moved;
-  // Until the graph is placed, a failure allocates the inputs taken along again, after what
-  // their allocators hold, with their bytes.
-  std::vector<std::pair<ggml_tallocr*, HeldBlock>> moved_from;
-  bool done = false;
-  struct Restore {
-    std::vector<std::pair<ggml_tallocr*, HeldBlock>>& blocks;
-    std::unordered_map<const ggml_tensor*, std::vector<std::uint8_t>>& saved;
-    bool& done;
-    ~Restore() {
-      if (done) return;
-      for (auto& [talloc, block] : blocks) {
-        ggml_tensor* t = block.tensor;
-        if (t->data != nullptr) continue;  // placed before the failure
-        const Bytes offset = next_free_offset(*talloc);
-        const Bytes size = block.end - block.begin;
-        if (offset > talloc->capacity || size > talloc->capacity - offset) continue;  // stays unallocated
-        t->data = talloc->base + offset;
-        t->buffer = talloc->buffer;
-        talloc->held.push_back({t, offset, offset + size});
-        if (talloc->measure) continue;
-        ggml_backend_buffer_init_tensor(talloc->buffer, t);
-        if (auto it = saved.find(t); it != saved.end())
-          ggml_backend_tensor_set(t, it->second.data(), 0, it->second.size());
-      }
-    }
-  } restore{moved_from, saved, done};
-  auto take_pinned = [&](ggml_tensor* t) {
-    auto it = pinned.find(t);
-    if (it == pinned.end() || t->data == nullptr) return;
-    if (!it->second->measure) {
-      std::vector<std::uint8_t>& bytes = saved[t];
-      bytes.resize(ggml_nbytes(t));
-      ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
-    }
-    auto& held = it->second->held;
-    const auto block = std::find_if(held.begin(), held.end(), [&](const HeldBlock& b) { return b.tensor == t; });
-    moved_from.emplace_back(it->second, *block);
-    held.erase(block);
-    t->data = nullptr;
-    t->buffer = nullptr;
-    moved.push_back(t);
-  };
-  for (int i = 0; i < ordered.graph.n_leafs; ++i) take_pinned(ordered.graph.leafs[i]);
-  for (int i = 0; i < ordered.graph.n_nodes; ++i) {
-    ggml_tensor* node = ordered.graph.nodes[i];
-    take_pinned(node);
-    for (int s = 0; s < GGML_MAX_SRC; ++s) {
-      if (node->src[s] != nullptr) take_pinned(node->src[s]);
-    }
-  }
+  InputsTakenAlong inputs(tallocs);
+  inputs.take_all(ordered.graph);
   for (ggml_tallocr* talloc : tallocs) pack_held_tensors(*talloc);
+  GALLOC_RETURN_IF_ERROR(convert_2023(galloc, ordered, inputs.taken()));
+  const std::vector<Bytes> floors = graph_floors(galloc, tallocs);
 
-  // names and shapes only when the graph is planned again (Place2023::before_reserve)
-  GALLOC_RETURN_IF_ERROR(convert_graph(&ordered.graph, galloc->current, Details::kSkip));
   galloc::Graph& graph = galloc->current.graph;
-  graph.node_groups = ordered.groups;
-  // the 2023 in-place rules: only sources its own allocator holds, also through a view
-  graph.inplace_across_buffers = false;
-  graph.inplace_through_views = true;
-  for (ggml_tensor* t : moved) {
-    const TensorId id = galloc->current.ids.at(t);
-    if (id != galloc::kNoTensor) graph[id].flags |= galloc::kFlagInput;  // allocated first, freed after use
-  }
-
-  // A new GraphAllocator when the allocators or their floors changed.
-  std::vector<std::pair<std::uint64_t, Bytes>> key;
-  for (ggml_tallocr* talloc : tallocs) key.emplace_back(talloc->serial, next_free_offset(*talloc));
-  if (galloc->allocator == nullptr || key != galloc->key) {
-    galloc->allocator.reset();
-    galloc->types.clear();
-    std::vector<const galloc::BufferType*> types;
-    for (std::size_t i = 0; i < tallocs.size(); ++i) {
-      galloc->types.push_back(std::make_unique<WindowType>(tallocs[i], key[i].second, &galloc->current));
-      types.push_back(galloc->types.back().get());
-    }
-    galloc->allocator = std::make_unique<galloc::GraphAllocator>(std::move(types), options_2023());
-    galloc->key = key;
-  }
-
   std::vector<ggml_tallocr*> talloc_of(galloc->current.ggml.size(), nullptr);
   for (std::size_t i = 0; i < talloc_of.size(); ++i) talloc_of[i] = talloc_for(galloc->current.ggml[i]);
   galloc::BufferAssignment assignment;
-  if (tallocs.size() > 1) assignment = {node_ids, leaf_ids};
-  Place2023 place(galloc, tallocs, talloc_of, saved);
+  if (tallocs.size() > 1) assignment = {allocators.node_ids, allocators.leaf_ids};
+  Place2023 place(galloc, tallocs, talloc_of, inputs.saved());
   bool reserved = false;
   if (tallocs.size() > 1 && galloc->allocator->needs_reserve(graph)) {
     fill_details(galloc->current);
@@ -445,13 +492,14 @@ galloc::Status alloc_graph_2023(ggml_gallocr* galloc, ggml_cgraph* cgraph, Tallo
   const galloc::Status placed = galloc->allocator->alloc(graph, place);
   if (reserved || place.reserved()) dump_2023(galloc, assignment);
   GALLOC_RETURN_IF_ERROR(placed);
-  done = true;
+  inputs.commit();
 
+  // each allocator holds the graph's memory, above its floor, until its next reset
   for (std::size_t i = 0; i < tallocs.size(); ++i) {
     ggml_tallocr* talloc = tallocs[i];
     auto size = galloc->allocator->buffer_size(static_cast<BufferId>(i));
-    const Bytes end = key[i].second + (size ? *size : 0);
-    talloc->held.push_back({nullptr, key[i].second, end});
+    const Bytes end = floors[i] + (size ? *size : 0);
+    talloc->held.push_back({nullptr, floors[i], end});
     talloc->max_size = std::max(talloc->max_size, end);
   }
   return galloc::Status::ok();
