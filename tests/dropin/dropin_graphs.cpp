@@ -35,21 +35,6 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-// ------------------------------------------------------------------ reporting
-
-void exact(const std::string& key, const std::string& value) {
-  std::printf("exact %s %s\n", key.c_str(), value.c_str());
-}
-void exact(const std::string& key, std::uint64_t value) { exact(key, std::to_string(value)); }
-void size_line(const std::string& key, std::uint64_t value) {
-  std::printf("size %s %" PRIu64 "\n", key.c_str(), value);
-}
-void info(const std::string& key, const std::string& value) { std::printf("info %s %s\n", key.c_str(), value.c_str()); }
-// where the allocator put every tensor: the same as stock with GALLOC_STRATEGY=ggml
-void layout(const std::string& key, const std::string& value) {
-  std::printf("layout %s %s\n", key.c_str(), value.c_str());
-}
-
 // Hash of a tensor's bytes, read through the backend; also checks the values are finite.
 std::string tensor_hash(const ggml_tensor* t) {
   std::vector<unsigned char> bytes(ggml_nbytes(t));

@@ -1,5 +1,5 @@
-// What every drop-in test program shares: failing with a message, hashing results, and a
-// small deterministic random generator (the stock and galloc builds of a program must draw
+// What every drop-in test program shares: failing with a message, the lines it reports,
+// hashing results, and a small deterministic random generator (the stock and galloc builds of a program must draw
 // the same weights and inputs, so this is a fixed xorshift rather than <random>).
 #pragma once
 
@@ -21,6 +21,19 @@ namespace galloc::dropin_test {
 inline void check(bool ok, const std::string& what) {
   if (!ok) fail(what);
 }
+
+// The lines tests/dropin/compare.cmake reads from a program's output, one fact each: `exact`
+// lines must be the same with stock and galloc; `size` lines are bytes, equal with
+// GALLOC_STRATEGY=ggml and no larger with best; `layout` lines say where tensors went, equal
+// with ggml; `info` lines are only shown.
+inline void report(const char* kind, const std::string& key, const std::string& value) {
+  std::printf("%s %s %s\n", kind, key.c_str(), value.c_str());
+}
+inline void exact(const std::string& key, const std::string& value) { report("exact", key, value); }
+inline void exact(const std::string& key, std::uint64_t value) { report("exact", key, std::to_string(value)); }
+inline void size_line(const std::string& key, std::uint64_t value) { report("size", key, std::to_string(value)); }
+inline void layout(const std::string& key, const std::string& value) { report("layout", key, value); }
+inline void info(const std::string& key, const std::string& value) { report("info", key, value); }
 
 inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -40,7 +40,7 @@
 #include "ggml-backend-impl.h"  // ggml-backend.h through this system header: it trips -Wshadow
 #include "ggml-impl.h"          // ggml_hash_set_new, for ggml_gallocr_alloc_graph_n
 #include "ggml.h"
-#include "test_support.hpp"  // tests/dropin: fail, check, fnv1a, Rng
+#include "test_support.hpp"  // tests/dropin: fail, check, the reported lines, fnv1a, Rng
 
 namespace {
 
@@ -51,19 +51,6 @@ constexpr int kGraphSize = 1024;
 constexpr std::size_t kCpuAlignment = 64;  // rc.8's CPU buffer type
 
 ggml_backend_t g_cpu = nullptr;
-
-// ------------------------------------------------------------------ reporting
-
-void exact(const std::string& key, const std::string& value) {
-  std::printf("exact legacy.%s %s\n", key.c_str(), value.c_str());
-}
-void exact(const std::string& key, std::uint64_t value) { exact(key, std::to_string(value)); }
-void size_line(const std::string& key, std::uint64_t value) {
-  std::printf("size legacy.%s %" PRIu64 "\n", key.c_str(), value);
-}
-void info(const std::string& key, const std::string& value) {
-  std::printf("info legacy.%s %s\n", key.c_str(), value.c_str());
-}
 
 // Bytes from a buffer's base to its first address aligned for tensors: the noise in a
 // measured size (see the top of the file). A drop-in may have no buffer behind a measure
