@@ -51,6 +51,7 @@ if client_is_fresh "${SOURCES[*]} grouped: ${BUILDERS[*]}" "$SRC/ggml-opt.cpp"; 
     step "libllama.a is up to date ($NPM_SPEC)"
     exit 0
 fi
-# the graph builders (models/*.cpp) compile a group per translation unit
+# llama.cpp's own files and its graph builders (models/*.cpp) compile a group per translation
+# unit: a third less compile time than file by file, and every package's compile as groups
 client_build "$CLIENT_SRC/llama.h" "$CLIENT_SRC/llama-cpp.h" "$SRC/ggml-opt.h" -- \
-    "${SOURCES[@]/#/$CLIENT_SRC/}" "$SRC/ggml-opt.cpp" -- "${BUILDERS[@]/#/$CLIENT_SRC/}"
+    "$SRC/ggml-opt.cpp" -- "${SOURCES[@]/#/$CLIENT_SRC/}" "${BUILDERS[@]/#/$CLIENT_SRC/}"

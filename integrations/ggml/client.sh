@@ -98,10 +98,10 @@ client_is_fresh() {
 
 # client_build HEADER... -- SOURCE... [-- GROUPED_SOURCE...]: compiles the sources (JOBS at a
 # time) into LIB and copies the headers to LIB_DIR/include. GROUPED_SOURCEs are compiled a
-# group per translation unit (one file including several): llama.cpp's ~140 graph builders
-# each parse the same large headers, which is most of their compile time. A group that does
-# not compile as one (two files define the same static function, say) is compiled file by
-# file instead.
+# group per translation unit (one file including several): llama.cpp's files and its ~140
+# graph builders each parse the same large headers, which is most of their compile time. A
+# group that does not compile as one (two files define the same static function, say) is
+# compiled file by file instead.
 client_build() {
     local -a headers=() sources=() grouped=()
     while [[ $# -gt 0 && $1 != -- ]]; do headers+=("$1"); shift; done
