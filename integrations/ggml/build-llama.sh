@@ -13,7 +13,7 @@
 # The sources are renamed like ggml's (lm_ggml_ -> ggml_) and cached next to ggml's under
 # ${GALLOC_CACHE_DIR:-~/.cache/galloc}/ggml-src/<name>-<version>/llama-src. The build is
 # skipped when libllama.a is newer than this script and the stamp matches. -O1: the code only
-# builds graphs, ggml computes them. About a minute on 2 idle cores (README.md).
+# builds graphs, ggml computes them. Under a minute on 2 idle cores (README.md).
 set -euo pipefail
 
 # shellcheck source=client.sh
