@@ -4,9 +4,10 @@
 #
 # The tree is built with its own CMake and -DGGML_RPC=ON as npm serves it (stock), then again,
 # incrementally, after galloc-rn applied itself in the app (galloc: its ggml-alloc.cpp in place
-# of ggml-alloc.c, and a share group around each whisper state). tests/rpc/programs builds the clients against both and
-# an RPC server (rpc_server.cpp) against the stock one. with_rpc_servers.sh starts the servers
-# for each run on 127.0.0.1 and stops them; compare.cmake runs each client as stock, as galloc
+# of ggml-alloc.c, and a share group around each whisper state). tests/rpc/programs builds the
+# clients against both and an RPC server (rpc_server.cpp) against the stock one.
+# with_rpc_servers.sh starts the servers for each run on 127.0.0.1 and stops them;
+# compare.cmake runs each client as stock, as galloc
 # with GALLOC_STRATEGY=ggml and with best (outputs bit-identical, sizes equal with ggml and no
 # larger with best, counted on the client and, from what the servers allocate, on the servers):
 #   - llama.cpp split by layer over two servers (llama_rpc_client.cpp, a random-weight model at
