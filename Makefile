@@ -6,16 +6,19 @@ ASAN_BUILD  ?= build-asan
 TSAN_BUILD  ?= build-tsan
 JOBS       ?= 2
 GGML_CACHE ?= $(HOME)/.cache/galloc/ggml
-UPSTREAM_SPEC := llama.rn@0.12.9
-SEED_SPEC     := whisper.rn@0.4.0-rc.10
+# The ggml builds, each named after the npm package version it comes from (README, glossary).
+LLAMA_RN_SPEC   := llama.rn@0.12.9
+WHISPER_RN_SPEC := whisper.rn@0.4.0-rc.10
 # The 2023 ggml, whose ggml-alloc.h is the measure allocator API (ggml_allocr_*).
-LEGACY_SPEC   := whisper.rn@0.4.0-rc.8
-GGML_UPSTREAM := $(GGML_CACHE)/upstream
-GGML_SEED     := $(GGML_CACHE)/seed
-GGML_LEGACY   := $(GGML_CACHE)/legacy
-# The same ggml as GGML_UPSTREAM built with AddressSanitizer, for the drop-in's shared-arena
+API_2023_SPEC   := whisper.rn@0.4.0-rc.8
+# llama.rn@0.12.9 -> $(GGML_CACHE)/llama-rn-0.12.9
+ggml_dir = $(GGML_CACHE)/$(subst .rn@,-rn-,$(1))
+GGML_LLAMA_RN   := $(call ggml_dir,$(LLAMA_RN_SPEC))
+GGML_WHISPER_RN := $(call ggml_dir,$(WHISPER_RN_SPEC))
+GGML_2023_API   := $(call ggml_dir,$(API_2023_SPEC))
+# The same ggml as GGML_LLAMA_RN built with AddressSanitizer, for the drop-in's shared-arena
 # tests under make asan-test.
-GGML_SANITIZED := $(GGML_CACHE)/upstream-asan
+GGML_SANITIZED := $(GGML_LLAMA_RN)-asan
 SANITIZED_FLAGS := -fsanitize=address -fno-omit-frame-pointer
 # The one-file drop-in's builds inside the npm packages' ggml, as shipped (tests/amalgamation).
 PACKAGES_OUT  := $(GGML_CACHE)/as-shipped
@@ -47,18 +50,18 @@ deps:
 # Stock ggml (core + CPU backend) from the npm registry, built once into $(GGML_CACHE). The
 # drop-in variant is built by the CMake build, from the one-file drop-in (tests/dropin).
 ggml: deps
-	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_UPSTREAM)
-	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(SEED_SPEC) $(GGML_SEED)
-	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(LEGACY_SPEC) $(GGML_LEGACY)
+	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(LLAMA_RN_SPEC) $(GGML_LLAMA_RN)
+	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(WHISPER_RN_SPEC) $(GGML_WHISPER_RN)
+	@GALLOC_DROPIN_SOURCE= integrations/ggml/build.sh $(API_2023_SPEC) $(GGML_2023_API)
 	@GALLOC_DROPIN_SOURCE= GALLOC_GGML_EXTRA_CFLAGS="$(SANITIZED_FLAGS)" \
-	  integrations/ggml/build.sh $(UPSTREAM_SPEC) $(GGML_SANITIZED)
+	  integrations/ggml/build.sh $(LLAMA_RN_SPEC) $(GGML_SANITIZED)
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DGALLOC_GGML_UPSTREAM_DIR=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(GGML_UPSTREAM),) \
-	  -DGALLOC_GGML_SEED_DIR=$(if $(wildcard $(GGML_SEED)/libggml-stock.a),$(GGML_SEED),) \
-	  -DGALLOC_GGML_LEGACY_DIR=$(if $(wildcard $(GGML_LEGACY)/libggml-stock.a),$(GGML_LEGACY),) \
-	  -DGALLOC_PACKAGES_OUT=$(if $(wildcard $(GGML_UPSTREAM)/libggml-stock.a),$(PACKAGES_OUT),) >/dev/null
+	  -DGALLOC_GGML_LLAMA_RN_DIR=$(if $(wildcard $(GGML_LLAMA_RN)/libggml-stock.a),$(GGML_LLAMA_RN),) \
+	  -DGALLOC_GGML_WHISPER_RN_DIR=$(if $(wildcard $(GGML_WHISPER_RN)/libggml-stock.a),$(GGML_WHISPER_RN),) \
+	  -DGALLOC_GGML_2023_API_DIR=$(if $(wildcard $(GGML_2023_API)/libggml-stock.a),$(GGML_2023_API),) \
+	  -DGALLOC_PACKAGES_OUT=$(if $(wildcard $(GGML_LLAMA_RN)/libggml-stock.a),$(PACKAGES_OUT),) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory

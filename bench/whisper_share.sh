@@ -9,7 +9,7 @@
 #
 # usage: whisper_share.sh STOCK_CLIENT GALLOC_CLIENT SIZE [OUT_DIR]
 #   SIZE: tiny, base or small. The clients are built by `make build`:
-#   build/tests/dropin/galloc_whisper_client_seed_{stock,galloc} (whisper.rn 0.4.0-rc.10), or
+#   build/tests/dropin/galloc_whisper_client_whisper-rn-0.4.0-rc.10_{stock,galloc} (whisper.rn 0.4.0-rc.10), or
 #   by the packages test for whisper.rn 0.7.4 (as shipped, see tests/amalgamation).
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: $0 STOCK_CLIENT GALLOC_CLIENT SIZE [OUT_DIR]" >&2; exit 2; }

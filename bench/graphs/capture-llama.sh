@@ -17,7 +17,7 @@ set -euo pipefail
 HERE=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 BUILD=${1:-$HERE/../../build}
 shift || true
-PROGRAM=$BUILD/tests/dropin/galloc_llama_real_dims_upstream
+PROGRAM=$BUILD/tests/dropin/galloc_llama_real_dims_llama-rn-0.12.9
 for kind in galloc stock; do
     [[ -x ${PROGRAM}_$kind ]] || { echo "capture: no ${PROGRAM}_$kind; build the tests first (make test)" >&2; exit 1; }
 done

@@ -4,7 +4,7 @@
 #   whisper-rn-0.4.0-rc.8-SIZE-{conv,encode,cross,decode}.json.gz     tiny, base (2023 ggml_allocr API)
 #   whisper-rn-0.4.0-rc.10-SIZE-{attn,flash}-{conv,encode,cross,decode}.json.gz
 #                                                                     tiny, base, small, large-v3
-# They come from the drop-in's GALLOC_DUMP while the test clients (tests/legacy and
+# They come from the drop-in's GALLOC_DUMP while the test clients (tests/api_2023 and
 # tests/dropin's whisper_client) run the package's whisper.cpp on a random-weight model; the
 # weights do not change the graphs. whisper_init_state reserves conv, encode, cross and decode
 # in that order (rc.10: once without flash attention, once with), before any graph runs; for
@@ -38,9 +38,9 @@ capture() {
 
 rc10=(attn-conv attn-encode attn-cross attn-decode flash-conv flash-encode flash-cross flash-decode)
 for size in tiny base; do
-    capture "$BUILD/tests/legacy/galloc_legacy_whisper_client_galloc" 0.4.0-rc.8 "$size" "" conv encode cross decode
-    capture "$BUILD/tests/dropin/galloc_whisper_client_seed_galloc" 0.4.0-rc.10 "$size" "" "${rc10[@]}"
+    capture "$BUILD/tests/api_2023/galloc_api_2023_whisper_client_galloc" 0.4.0-rc.8 "$size" "" conv encode cross decode
+    capture "$BUILD/tests/dropin/galloc_whisper_client_whisper-rn-0.4.0-rc.10_galloc" 0.4.0-rc.10 "$size" "" "${rc10[@]}"
 done
 for size in small large-v3; do
-    capture "$BUILD/tests/dropin/galloc_whisper_client_seed_galloc" 0.4.0-rc.10 "$size" reserve "${rc10[@]}"
+    capture "$BUILD/tests/dropin/galloc_whisper_client_whisper-rn-0.4.0-rc.10_galloc" 0.4.0-rc.10 "$size" reserve "${rc10[@]}"
 done

@@ -1,7 +1,7 @@
 // The ggml API generations the drop-in serves, told apart at compile time from what ggml's
 // headers declare (never from a version string): the 2023 one of whisper.rn 0.4.0-rc.8
-// (ggml_allocr_*, measure allocators), whisper.rn 0.4.0-rc.10's late-2024 ggml ("older") and
-// everything after it.
+// (ggml_allocr_*, measure allocators), the late-2024 one of whisper.rn 0.4.0-rc.10, and
+// everything after it. The last two share ggml-alloc-2024.cpp.
 #pragma once
 
 #include "ggml-alloc.h"
@@ -46,19 +46,19 @@ inline constexpr bool kDeclared = !std::is_same_v<T, fallback::Missing>;
 
 using namespace fallback;  // NOLINT(google-build-using-namespace): the probes above
 
-// A ggml between the two (upstream's of early to late 2024: no logging macros, no measure
+// A ggml between the two (ggml's of early to late 2024: no logging macros, no measure
 // allocator) is served by neither; no npm package checked ships one.
 static_assert(!GALLOC_GGML_2023_API || kDeclared<decltype(ggml_allocr_new_measure(std::size_t{0}))>,
               "galloc: this ggml-impl.h has no GGML_LOG_ERROR, so this is a ggml from before late 2024, "
               "but its ggml-alloc.h has no ggml_allocr_new_measure either: galloc serves the 2023 ggml-alloc.h "
               "and those from late 2024 on; keep this ggml's own ggml-alloc.c");
 
-// ggml_tallocr_alloc returns void in the older generation (whisper.rn 0.4.0-rc.10's ggml),
-// enum ggml_status after it (cui-llama.rn 1.6.0 on); so do ggml_backend_tensor_alloc and
-// ggml_backend_view_init. The older generation also reuses fewer ops' sources in place and
+// ggml_tallocr_alloc returns void in the late-2024 API (whisper.rn 0.4.0-rc.10's ggml), enum
+// ggml_status after it (cui-llama.rn 1.6.0 on); so do ggml_backend_tensor_alloc and
+// ggml_backend_view_init. The late-2024 ggml also reuses fewer ops' sources in place and
 // refuses a context tensor larger than the buffer type's max size.
 using TallocrAllocResult = decltype(ggml_tallocr_alloc(nullptr, nullptr));
-inline constexpr bool kOlderGeneration = std::is_void_v<TallocrAllocResult>;
+inline constexpr bool kLate2024Api = std::is_void_v<TallocrAllocResult>;
 
 // Newer ggml (whisper.rn 0.7, llama.rn 0.13) computes CLAMP out of place by default, has a
 // ggml_clamp_inplace, and lets ggml-alloc reuse CLAMP's source in place; before, ggml_clamp was
@@ -83,7 +83,7 @@ std::uint32_t tensor_flags(const Tensor*, long) {
 inline std::uint32_t flags_of(const ggml_tensor* t) { return tensor_flags(t, 0); }
 
 #if !GALLOC_GGML_2023_API
-// A ggml call's result as a status, for calls that return void in the older generation.
+// A ggml call's result as a status, for calls that return void in the late-2024 API.
 template <typename Call>
 ggml_status status_of(Call&& call) {
   if constexpr (std::is_void_v<decltype(call())>) {
@@ -94,7 +94,7 @@ ggml_status status_of(Call&& call) {
   }
 }
 
-// What ggml_tallocr_alloc returns: nothing in the older generation, else the status.
+// What ggml_tallocr_alloc returns: nothing in the late-2024 API, else the status.
 template <typename Result>
 Result tallocr_result(ggml_status status) {
   if constexpr (std::is_void_v<Result>) {

@@ -3,7 +3,7 @@
 # (llama.rn), against the ggml that build.sh prepared for the same package, so that a real
 # llama.cpp client can be linked once with libggml-stock.a and once with libggml-galloc.a.
 #
-# usage: build-llama.sh NPM_SPEC OUT_DIR     e.g. build-llama.sh llama.rn@0.12.9 ~/.cache/galloc/ggml/upstream
+# usage: build-llama.sh NPM_SPEC OUT_DIR     e.g. build-llama.sh llama.rn@0.12.9 ~/.cache/galloc/ggml/llama-rn-0.12.9
 #
 # Run build.sh NPM_SPEC OUT_DIR first. Produces
 #   OUT_DIR/llama/libllama.a    llama*.cpp, models/*.cpp, unicode*.cpp and ggml-opt.cpp (which

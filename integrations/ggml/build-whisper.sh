@@ -4,7 +4,7 @@
 # real whisper.cpp client can be linked once with libggml-stock.a and once with
 # libggml-galloc.a.
 #
-# usage: build-whisper.sh NPM_SPEC OUT_DIR   e.g. build-whisper.sh whisper.rn@0.4.0-rc.10 ~/.cache/galloc/ggml/seed
+# usage: build-whisper.sh NPM_SPEC OUT_DIR   e.g. build-whisper.sh whisper.rn@0.4.0-rc.10 ~/.cache/galloc/ggml/whisper-rn-0.4.0-rc.10
 #
 # Run build.sh NPM_SPEC OUT_DIR first. Produces
 #   OUT_DIR/whisper/libwhisper.a    whisper.cpp only (no examples, no Core ML / OpenVINO); no ggml

@@ -156,7 +156,7 @@ set_common_flags() {
         -D_XOPEN_SOURCE=600 -D_GNU_SOURCE     # what ggml's CMake adds on Linux
         "-D${m}GGML_USE_CPU"                  # ggml-backend-reg.cpp registers the CPU backend
         "-D${m}GGML_USE_CPU_REPACK"           # upstream default (current CPU backend)
-        "-D${m}GGML_USE_CPU_AARCH64"          # upstream default (seed-era name of the same)
+        "-D${m}GGML_USE_CPU_AARCH64"          # upstream default (its late-2024 name)
         "-D${m}GGML_SCHED_MAX_COPIES=4"
         "-D${m}GGML_VERSION=\"$PKG_KEY\"" "-D${m}GGML_COMMIT=\"npm:$PKG_KEY\""
     )
@@ -390,7 +390,7 @@ run_smoke() {
     local lib=$1 name=$2; shift 2
     local exe=$OUT_DIR/smoke_test-$name log=$OUT_DIR/smoke_test-$name.log source=smoke_test.c
     # the 2023 ggml (ggml_allocr_*, no ggml-cpu.h) has a smoke test of its own API
-    grep -q ggml_allocr_new "$SRC/ggml-alloc.h" && source=smoke_test_legacy.c
+    grep -q ggml_allocr_new "$SRC/ggml-alloc.h" && source=smoke_test_2023.c
     package_rename "$SCRIPT_DIR/$source" "$OUT_DIR/smoke_test.c"
     # EXTRA_FLAGS too: a sanitizer's runtime must be linked as the library was compiled
     if ! "$CC" -std=c11 -O1 -Wall -Wextra "${EXTRA_FLAGS[@]}" "$OUT_DIR/smoke_test.c" -I "$OUT_DIR/include" \

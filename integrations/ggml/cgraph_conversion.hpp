@@ -27,9 +27,9 @@ using galloc::BufferId;
 using galloc::Bytes;
 using galloc::TensorId;
 
-// The older generation's ggml_op_can_inplace: a subset of the newer one's, which galloc
+// The late-2024 API's ggml_op_can_inplace: a subset of the later one's, which galloc
 // follows.
-bool older_op_can_inplace(ggml_op op) {
+bool late_2024_op_can_inplace(ggml_op op) {
   switch (op) {
     case GGML_OP_SCALE:
     case GGML_OP_DIAG_MASK_ZERO:
@@ -79,11 +79,11 @@ galloc::Op op_of(ggml_op op) { return op_table().of(op); }
 // The ops this ggml's ggml-alloc.c reuses in place, for every graph the drop-in converts.
 galloc::OpSet make_inplace_ops() {
   galloc::OpSet ops = galloc::default_inplace_ops();
-  if (kOlderGeneration) {
+  if (kLate2024Api) {
     ops.reset();
     for (int i = 0; i < GGML_OP_COUNT; ++i) {
       const auto ggml = static_cast<ggml_op>(i);
-      if (older_op_can_inplace(ggml) && op_of(ggml) != galloc::Op::Custom)
+      if (late_2024_op_can_inplace(ggml) && op_of(ggml) != galloc::Op::Custom)
         ops.set(static_cast<std::size_t>(op_of(ggml)));
     }
   }
@@ -97,7 +97,7 @@ const galloc::OpSet& this_ggml_inplace_ops() {
 }
 
 // ggml type -> galloc type. galloc's DataType has ggml's numeric values; a type galloc does
-// not know (the seed's Q4_0_4_4 family, say) maps to a known type with the same block size
+// not know (whisper.rn 0.4.0-rc.10's Q4_0_4_4 family, say) maps to a known type with the same block size
 // and block bytes, which is all the allocator reads from a type.
 struct TypeTable {
   std::array<std::optional<galloc::DataType>, GGML_TYPE_COUNT> type{};

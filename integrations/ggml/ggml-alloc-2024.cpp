@@ -587,7 +587,7 @@ bool ggml_gallocr_reserve(ggml_gallocr_t galloc, struct ggml_cgraph* graph) {
   return ggml_gallocr_reserve_n(galloc, graph, nullptr, nullptr);
 }
 
-// Declared by the newer generation only; defining it for the older one adds an unused symbol.
+// Declared after the late-2024 API only; defining it for that one adds an unused symbol.
 void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph* graph, const int* node_buffer_ids,
                                  const int* leaf_buffer_ids, size_t* sizes) {
   if (galloc == nullptr) return;
@@ -773,16 +773,16 @@ TallocrAllocResult ggml_tallocr_alloc(struct ggml_tallocr* talloc, struct ggml_t
     placed.name = tensor->name;
     if (galloc::Status s = linear.allocate(placed); !s) {
       log_error(__func__, s);
-      // The older API returns nothing, so a full buffer cannot be reported: abort as it does.
+      // The late-2024 API returns nothing, so a full buffer cannot be reported: abort as it does.
       // The newer one aborts too, but its API has a status, so galloc reports the failure.
-      if (kOlderGeneration) GGML_ABORT("not enough space in the buffer");
+      if (kLate2024Api) GGML_ABORT("not enough space in the buffer");
       return tallocr_result<TallocrAllocResult>(GGML_STATUS_ALLOC_FAILED);
     }
     addr = placed.data;
     talloc->offset += static_cast<size_t>(linear.offset());
   } catch (...) {
     log_exception(__func__);
-    if (kOlderGeneration) GGML_ABORT("ggml_tallocr_alloc failed");
+    if (kLate2024Api) GGML_ABORT("ggml_tallocr_alloc failed");
     return tallocr_result<TallocrAllocResult>(GGML_STATUS_ALLOC_FAILED);
   }
   GGML_ASSERT(reinterpret_cast<std::uintptr_t>(addr) % talloc->alignment == 0);
@@ -813,7 +813,7 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
   for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<TensorId>(i);
 
   galloc::ContextOptions options;
-  options.refuse_tensor_above_max_size = kOlderGeneration;
+  options.refuse_tensor_above_max_size = kLate2024Api;
 
   if (no_alloc) {
     auto size = galloc::context_allocation_size(converted.graph, ids, type, options);
@@ -868,7 +868,7 @@ ggml_backend_buffer_t alloc_ctx_tensors(ggml_context* ctx, ggml_backend_buffer_t
 
 extern "C" {
 
-// Declared by the newer generation only; defining it for the older one adds an unused symbol.
+// Declared after the late-2024 API only; defining it for that one adds an unused symbol.
 size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context* ctx, ggml_backend_buffer_type_t buft) {
   size_t nbytes_total = 0;
   try {

@@ -1,7 +1,7 @@
 // Smoke test for a ggml build made by build.sh: builds a tiny graph
 // (mul_mat -> add -> soft_max), allocates it with ggml-alloc's graph allocator,
 // computes it on the CPU backend and checks the result against hand-computed values.
-// Uses only API present in both the seed (whisper.rn 0.4.0) and current (llama.rn 0.12) ggml.
+// Uses only API present in both whisper.rn 0.4.0-rc.10's and llama.rn 0.12.9's ggml.
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"

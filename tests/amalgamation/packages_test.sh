@@ -74,7 +74,7 @@ client() {
     esac
     # the 2023 ggml (ggml_allocr_*): its own client, at whisper tiny's dimensions
     if grep -q ggml_allocr_new "$out/include/ggml-alloc.h"; then
-        tests=tests/legacy
+        tests=tests/api_2023
         wraps=(ggml_backend_graph_compute ggml_allocr_max_size ggml_allocr_new_from_buffer)
         compare_args=(-DGGML_SIZES=ANY)
     fi
@@ -119,9 +119,9 @@ client() {
     ) >"$out/client.log" 2>&1 || { tail -n 20 "$out/client.log"; return 1; }
     local args=$out/client/run/tiny-whisper.bin
     [[ $name == llama_client ]] && args=$out/client/run/tiny-llama.gguf
-    [[ $tests == tests/legacy ]] && args+=";tiny"
+    [[ $tests == tests/api_2023 ]] && args+=";tiny"
     # the shared run: the patched whisper.cpp opens the share groups itself
-    if [[ $name == whisper_client && $tests != tests/legacy ]]; then
+    if [[ $name == whisper_client && $tests != tests/api_2023 ]]; then
         grep -q whisper_init_state_unshared "$app/node_modules/${spec%@*}/cpp/whisper.cpp" \
             || { echo "galloc-rn did not open a share group in whisper.cpp"; return 1; }
         compare_args+=("-DSHARE_ARGS=$args")

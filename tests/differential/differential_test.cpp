@@ -1,5 +1,5 @@
 // galloc's `ggml` strategy against stock ggml-alloc, on the same graphs: every offset, chunk
-// and buffer size must be identical. Built once against upstream ggml (llama.rn 0.12.9).
+// and buffer size must be identical. Built against llama.rn 0.12.9's ggml.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -98,7 +98,7 @@ Comparison compare_with_stock(const testing::RandomCase& c) {
   return out;
 }
 
-TEST(DifferentialUpstream, RandomGraphsMatchStockGgmlAlloc) {
+TEST(DifferentialLlamaRn, RandomGraphsMatchStockGgmlAlloc) {
   std::size_t compared = 0, skipped = 0, chunked = 0, multi = 0;
   std::vector<std::string> mismatches;
   for (std::uint64_t seed = 0; seed < kRandomCases; ++seed) {
@@ -132,7 +132,7 @@ TEST(DifferentialUpstream, RandomGraphsMatchStockGgmlAlloc) {
 // Every zoo graph at real dimensions, three ways: one CPU-like buffer type (alignment 32, as
 // ggml's CPU buffers), a max size that forces a few chunks, and two buffer types with nodes spread
 // over them (as a scheduler splitting a model across devices would).
-TEST(DifferentialUpstream, ZooGraphsMatchStockGgmlAlloc) {
+TEST(DifferentialLlamaRn, ZooGraphsMatchStockGgmlAlloc) {
   std::size_t compared = 0;
   for (const auto& entry : zoo::list()) {
     auto graph = zoo::build(entry.name);

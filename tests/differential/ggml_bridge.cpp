@@ -71,7 +71,7 @@ std::unique_ptr<DummyType> make_dummy(const testing::BufferTypeSpec& spec, std::
   return type;
 }
 
-// galloc op -> this ggml's op, by name (the seed version numbers its ops differently).
+// galloc op -> this ggml's op, by name (whisper.rn 0.4.0-rc.10's numbers its ops differently).
 std::optional<ggml_op> ggml_op_of(Op op) {
   static const std::map<std::string, ggml_op> by_name = [] {
     std::map<std::string, ggml_op> m;
@@ -90,7 +90,7 @@ struct ContextFree {
 }  // namespace
 
 bool has_reserve_n_size() {
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   return false;
 #else
   return true;
@@ -226,7 +226,7 @@ StockResult run_stock(const testing::RandomCase& c) {
   const int* node_ids = s.node_ids;
   const int* leaf_ids = s.leaf_ids;
 
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   {
     ggml_gallocr_t measure = ggml_gallocr_new_n(per_id.data(), static_cast<int>(per_id.size()));
     result.measured_sizes.resize(per_id.size());

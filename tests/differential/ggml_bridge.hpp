@@ -1,6 +1,6 @@
 // Runs a galloc graph through real ggml: converts it to a ggml_cgraph, plans it with stock
 // ggml-alloc on planning-only buffer types, and reads back where ggml put every tensor.
-// Compiled once per ggml version (upstream and seed); only ggml's public and backend API
+// Compiled once per ggml build (llama.rn 0.12.9's and whisper.rn 0.4.0-rc.10's); only ggml's public and backend API
 // plus struct ggml_cgraph are used.
 #pragma once
 
@@ -26,10 +26,10 @@ struct StockResult {
   std::vector<StockTensor> tensors;                   // per galloc tensor id
   std::vector<std::size_t> buffer_sizes;              // ggml_gallocr_get_buffer_size per id
   std::vector<std::vector<std::size_t>> chunk_sizes;  // per distinct type: sizes of its buffers
-  std::vector<std::size_t> measured_sizes;            // reserve_n_size per id (upstream only)
+  std::vector<std::size_t> measured_sizes;            // reserve_n_size per id (llama.rn 0.12.9's only)
 };
 
-// True when this ggml has the _size API (upstream) — the seed version does not.
+// True when this ggml has the _size API (llama.rn 0.12.9's; whisper.rn 0.4.0-rc.10's has not).
 [[nodiscard]] bool has_reserve_n_size();
 
 struct StockTiming {

@@ -9,7 +9,8 @@
 //   info  KEY VALUE   reported, not compared (timings)
 //
 // compare.cmake runs the three variants and checks those rules. Compiled with
-// GALLOC_GGML_SEED for the seed ggml (whisper.rn), whose API differs in a few places.
+// GALLOC_GGML_WHISPER_RN_0_4_0_RC_10 for whisper.rn 0.4.0-rc.10's ggml, whose API differs in a few
+// places.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -140,9 +141,9 @@ std::string small_chunks(const SmallHostType& t) {
   return s;
 }
 
-// The seed's ggml-alloc ignores a buffer type's max size in the graph allocator (no chunks;
-// galloc follows upstream there), so graph allocator cases use an unlimited max size there.
-#ifdef GALLOC_GGML_SEED
+// whisper.rn 0.4.0-rc.10's ggml-alloc ignores a buffer type's max size in the graph allocator
+// (no chunks; galloc follows llama.rn 0.12.9's there), so graph allocator cases use an unlimited max size there.
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
 constexpr std::size_t chunked(std::size_t) { return SIZE_MAX; }
 #else
 constexpr std::size_t chunked(std::size_t max_size) { return max_size; }
@@ -230,7 +231,7 @@ struct LlamaGraph {
   ggml_tensor* tokens = nullptr;
   ggml_tensor* pos = nullptr;
   ggml_tensor* mask = nullptr;
-  ggml_tensor* kv_idx = nullptr;  // upstream: rows of the cache to write (set_rows)
+  ggml_tensor* kv_idx = nullptr;  // llama.rn 0.12.9: rows of the cache to write (set_rows)
   ggml_tensor* logits = nullptr;
   int n_tokens = 0;
   int n_past = 0;
@@ -253,7 +254,7 @@ LlamaGraph build_llama(const LlamaWeights& w, int n_tokens, int n_past) {
   ggml_set_input(g.pos);
   g.mask = named(ggml_new_tensor_2d(c, GGML_TYPE_F32, n_kv, n_tokens), "kq_mask");
   ggml_set_input(g.mask);
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   g.kv_idx = named(ggml_new_tensor_1d(c, GGML_TYPE_I64, n_tokens), "kv_idx");
   ggml_set_input(g.kv_idx);
 #endif
@@ -268,7 +269,7 @@ LlamaGraph build_llama(const LlamaWeights& w, int n_tokens, int n_past) {
     q = ggml_rope_ext(c, q, g.pos, nullptr, head_dim, 0, cfg.n_ctx, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
     k = ggml_rope_ext(c, k, g.pos, nullptr, head_dim, 0, cfg.n_ctx, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
     ggml_tensor* k2 = ggml_reshape_2d(c, k, cfg.n_embd, n_tokens);
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
     ggml_build_forward_expand(g.gf, ggml_set_rows(c, L.cache_k, k2, g.kv_idx));
     ggml_build_forward_expand(g.gf, ggml_set_rows(c, L.cache_v, v, g.kv_idx));
 #else
@@ -374,7 +375,7 @@ void llama_reserve_case() {
     LlamaGraph worst = build_llama(w, 16, 0);
     check(ggml_gallocr_reserve(galloc, worst.gf), "llama reserve");
     size_line("llama_reserve.reserved", ggml_gallocr_get_buffer_size(galloc, 0));
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
     size_t measured = 0;
     ggml_gallocr_t probe = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
     ggml_gallocr_reserve_n_size(probe, worst.gf, nullptr, nullptr, &measured);
@@ -518,7 +519,7 @@ void training_case() {
   for (ggml_tensor* p : params) fill(p, rng, 0.3f);
 
   ggml_context* c = new_ctx(512, true);
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   for (ggml_tensor* p : params) ggml_set_param(p);
 #else
   for (ggml_tensor* p : params) ggml_set_param(c, p);
@@ -537,7 +538,7 @@ void training_case() {
 
   ggml_cgraph* gb = ggml_new_graph_custom(c, 2048, true);
   ggml_build_forward_expand(gb, loss);
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   ggml_build_backward_expand(c, gb, nullptr);
   ggml_context* static_ctx = nullptr;
   ggml_backend_buffer_t static_buf = nullptr;
@@ -602,7 +603,7 @@ void sched_case() {
   Rng rng(7);
   for (ggml_tensor* t = ggml_get_first_tensor(wc); t != nullptr; t = ggml_get_next_tensor(wc, t)) fill(t, rng, 0.2f);
 
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   ggml_backend_sched_t sched = ggml_backend_sched_new(backends, bufts, 2, 2048, false, false);
 #else
   ggml_backend_sched_t sched = ggml_backend_sched_new(backends, bufts, 2, 2048, false);
@@ -724,7 +725,7 @@ void multi_buffer_case() {
 
 void context_case() {
   // a buffer type whose max size splits the context into several buffers (a multi buffer),
-  // with a tensor above the max in the upstream version (it gets a buffer of its own)
+  // with a tensor above the max in llama.rn 0.12.9's (it gets a buffer of its own)
   SmallHostType small;
   init_small_host(small, 4096, 16);
   ggml_context* c = new_ctx(32);
@@ -732,11 +733,11 @@ void context_case() {
   const int sizes[] = {100, 300, 700, 1000, 5, 0, 250, 900, 64};
   for (int n : sizes) ts.push_back(ggml_new_tensor_1d(c, GGML_TYPE_F32, n));
   ggml_tensor* view = ggml_view_1d(c, ts[1], 50, 40 * sizeof(float));
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   ts.push_back(ggml_new_tensor_1d(c, GGML_TYPE_F32, 2000));  // 8000 bytes > 4096
 #endif
   ts.push_back(ggml_new_tensor_1d(c, GGML_TYPE_F32, 10));
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   exact("context.size_query", ggml_backend_alloc_ctx_tensors_from_buft_size(c, &small.buft));
 #endif
   ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(c, &small.buft);
@@ -766,7 +767,7 @@ void context_case() {
   std::string offsets;
   for (int n : {3, 17, 64, 1}) {
     ggml_tensor* t = ggml_new_tensor_1d(tc, GGML_TYPE_F32, n);
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
     check(ggml_tallocr_alloc(&talloc, t) == GGML_STATUS_SUCCESS, "tallocr_alloc");
 #else
     ggml_tallocr_alloc(&talloc, t);
@@ -873,7 +874,7 @@ void failure_case() {
   ggml_free(wc);
 }
 
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
 void inplace_table_case() {
   std::string table;
   for (int op = 0; op < GGML_OP_COUNT; ++op) table += ggml_op_can_inplace(static_cast<ggml_op>(op)) ? '1' : '0';
@@ -959,7 +960,7 @@ int main(int argc, char** argv) {
   run("context", context_case);
   run("chained", chained_case);
   run("failure", failure_case);
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
   run("inplace", inplace_table_case);
 #endif
   if (std::getenv("DROPIN_TIMING") != nullptr) run("timing", timing_case);  // DROPIN_TIMING=60

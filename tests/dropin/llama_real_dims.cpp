@@ -12,7 +12,7 @@
 // GALLOC_DUMP writes them. Nothing is computed. Prints
 //   size llama_cpp.MODEL.ctxN_CTX.ubN_UBATCH.attn|flash.BACKEND BYTES
 // with the compute buffer llama.cpp read from its scheduler, like llama_client.cpp, then
-// "done" (compare.cmake runs it as the test dropin_llama_real_dims_upstream).
+// "done" (compare.cmake runs it as the test dropin_llama_real_dims_llama-rn-0.12.9).
 //
 //   llama_real_dims --list      the MODEL names
 #include <cstdint>

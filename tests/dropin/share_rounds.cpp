@@ -187,7 +187,7 @@ void run_case(ggml_backend_t cpu, ggml_backend_buffer_type_t counted, Api api, i
     } else {
       ggml_backend_t backends[1] = {cpu};
       ggml_backend_buffer_type_t bufts[1] = {counted};
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
       m->sched = ggml_backend_sched_new(backends, bufts, 1, 1024, false, false);
 #else
       m->sched = ggml_backend_sched_new(backends, bufts, 1, 1024, false);

@@ -1,6 +1,6 @@
 // What the two whisper.cpp clients (tests/dropin for whisper.rn 0.4.0-rc.10 and later,
-// tests/legacy for rc.8) feed whisper.cpp: a model of random weights at any dimensions, in the
-// legacy ggml binary format whisper_model_load reads (magic, hyperparameters, mel filters,
+// tests/api_2023 for rc.8) feed whisper.cpp: a model of random weights at any dimensions, in the
+// ggml binary format (not GGUF) whisper_model_load reads (magic, hyperparameters, mel filters,
 // vocabulary, then tensors by name, shape and type), and a synthetic signal. Matrices and conv
 // kernels are F16, uniform in +-1/sqrt(inputs) so that activations stay in range through the
 // layers; the rest F32.

@@ -3,7 +3,7 @@
 # against libggml-galloc.a) with GALLOC_STRATEGY=ggml and =best, one after the other in this
 # run; prints a Markdown table of compute buffer sizes and median times side by side. Fails
 # when `ggml`'s buffer is not stock's, or `best`'s is above stock's or the live lower bound
-# (with one repetition and one round it is the test dropin_captured_upstream).
+# (with one repetition and one round it is the test dropin_captured_llama-rn-0.12.9).
 #
 # With -DSHARED=ON also GALLOC_STRATEGY=best with GALLOC_SHARE=1 (every graph's allocator on
 # one shared buffer), for its alloc time next to best's. With -DGRAPHS=dir the graphs are the

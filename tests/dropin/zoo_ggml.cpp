@@ -18,7 +18,7 @@
 //                        replayed through ggml's API (graph_file_ggml.hpp); one bench line each
 //   zoo_ggml ... --filter SUBSTRING   only the graphs whose name contains it
 //
-// Built a third time with GALLOC_PAIRED (galloc_zoo_ggml_upstream_paired: stock ggml-alloc.c and
+// Built a third time with GALLOC_PAIRED (galloc_zoo_ggml_llama-rn-0.12.9_paired: stock ggml-alloc.c and
 // the drop-in renamed by paired_dropin.cpp, in one program), `bench N --files FILE...` times
 // stock, the drop-in's `ggml`, its `best` and `best` in a share group on each graph by turns and
 // prints `pair` lines with galloc / stock ratios (shared / best for the last), then their
@@ -115,7 +115,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
     return it == uses_.end() ? InputUse{} : it->second;
   }
 
-  // The first builder function this ggml does not have (the seed's): empty if none.
+  // The first builder function this ggml does not have (whisper.rn 0.4.0-rc.10's): empty if none.
   const std::string& unsupported() const { return unsupported_; }
 
   void on_call(const zoo::BuilderCall& c) override {
@@ -167,7 +167,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
       }
       case F::kParam: {
         ggml_tensor* r = fresh(weights_ctx_, c, GGML_TYPE_F32);
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
         ggml_set_param(weights_ctx_, r);
 #else
         ggml_set_param(r);
@@ -184,7 +184,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
       case F::kUnary: return ggml_unary(ctx, t(c, 0), to_ggml(c.unary));
       case F::kUnaryInplace: return ggml_unary_inplace(ctx, t(c, 0), to_ggml(c.unary));
       case F::kClamp: return ggml_clamp(ctx, t(c, 0), 0.0f, 6.0f);
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
       case F::kGluSplit: return lacks("ggml_glu_split");
 #else
       case F::kGluSplit:
@@ -210,7 +210,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
       case F::kMulMat: return ggml_mul_mat(ctx, t(c, 0), t(c, 1));
       case F::kOutProd: return ggml_out_prod(ctx, t(c, 0), t(c, 1));
       case F::kGetRows: uses(t(c, 1), t(c, 0)->ne[1]); return ggml_get_rows(ctx, t(c, 0), t(c, 1));
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
       case F::kSetRows: return lacks("ggml_set_rows");
 #else
       case F::kSetRows: uses(t(c, 2), t(c, 0)->ne[1]); return ggml_set_rows(ctx, t(c, 0), t(c, 1), t(c, 2));
@@ -242,7 +242,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
       case F::kConv1d: return ggml_conv_1d(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1), i(c, 2));
       case F::kConv1dPh: return ggml_conv_1d_ph(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1));
       case F::kConv2d: return ggml_conv_2d(ctx, t(c, 0), t(c, 1), i(c, 0), i(c, 1), i(c, 2), i(c, 3), i(c, 4), i(c, 5));
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
       case F::kConv2dDirect: return lacks("ggml_conv_2d_direct");
       case F::kConv2dDwDirect: return lacks("ggml_conv_2d_dw_direct");
 #else
@@ -254,23 +254,23 @@ class GgmlMirror final : public zoo::BuilderMirror {
       case F::kPool2d:
         return ggml_pool_2d(ctx, t(c, 0), c.pool == zoo::PoolOp::kMax ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, i(c, 0),
                             i(c, 1), i(c, 2), i(c, 3), static_cast<float>(i(c, 4)), static_cast<float>(i(c, 5)));
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
       case F::kUpscale: return ggml_upscale(ctx, t(c, 0), i(c, 0));
 #else
       case F::kUpscale: return ggml_upscale(ctx, t(c, 0), i(c, 0), GGML_SCALE_MODE_NEAREST);
 #endif
       case F::kTimestepEmbedding: return ggml_timestep_embedding(ctx, t(c, 0), i(c, 0), 10000);
       case F::kCrossEntropyLoss: return ggml_cross_entropy_loss(ctx, t(c, 0), t(c, 1));
-#ifdef GALLOC_GGML_SEED
-      // the seed's order: logits, labels, the scalar gradient
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
+      // rc.10's order: logits, labels, the scalar gradient
       case F::kCrossEntropyLossBack: return ggml_cross_entropy_loss_back(ctx, t(c, 1), t(c, 2), t(c, 0));
 #else
-      // upstream's definition: a = the scalar gradient, b = logits, c = labels (its header says otherwise)
+      // llama.rn 0.12.9's definition: a = the scalar gradient, b = logits, c = labels (its header says otherwise)
       case F::kCrossEntropyLossBack: return ggml_cross_entropy_loss_back(ctx, t(c, 0), t(c, 1), t(c, 2));
 #endif
       case F::kSiluBack: return ggml_silu_back(ctx, t(c, 0), t(c, 1));
       case F::kRmsNormBack: return ggml_rms_norm_back(ctx, t(c, 0), t(c, 1), 1e-5f);
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
       case F::kSoftMaxExtBack: return ggml_soft_max_back(ctx, t(c, 0), t(c, 1));
 #else
       case F::kSoftMaxExtBack: return ggml_soft_max_ext_back(ctx, t(c, 0), t(c, 1), 1.0f, 0.0f);
@@ -278,7 +278,7 @@ class GgmlMirror final : public zoo::BuilderMirror {
       case F::kRopeBack: {
         ggml_tensor* a = t(c, 0);
         const int n_dims = static_cast<int>(a->ne[0]);
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
         return ggml_rope_back(ctx, a, t(c, 1), nullptr, n_dims, 0, 4096, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
 #else
         return ggml_rope_ext_back(ctx, a, t(c, 1), nullptr, n_dims, 0, 4096, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
@@ -422,9 +422,9 @@ Outcome build_both(const std::string& name, double scale, Built& out) {
   if (!out.mirror->unsupported().empty()) return Outcome::kUnsupported;
   out.graph = std::move(graph).value();
   const std::vector<std::string> diffs = compare_graphs(out.mirror->graph(), out.graph);
-#ifdef GALLOC_GGML_SEED
-  // The zoo follows upstream ggml; the seed's graphs differ in places (source orders of
-  // the backward ops): reported, and the seed's own graph is what gets computed.
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
+  // The zoo follows llama.rn 0.12.9's ggml; rc.10's graphs differ in places (source orders of
+  // the backward ops): reported, and rc.10's own graph is what gets computed.
   if (!diffs.empty()) std::printf("info zoo.%s@%g.differs_from_zoo %s\n", name.c_str(), scale, diffs.front().c_str());
 #else
   for (const std::string& d : diffs) std::fprintf(stderr, "%s @%g: %s\n", name.c_str(), scale, d.c_str());
@@ -514,7 +514,7 @@ int check_all(const std::string& filter) {
     full.mirror.reset();
     Built b;
     const Outcome at_scale = at_full == Outcome::kUnsupported ? at_full : build_both(entry.name, scale, b);
-    if (at_scale == Outcome::kUnsupported) {  // (the seed's ggml)
+    if (at_scale == Outcome::kUnsupported) {  // (whisper.rn 0.4.0-rc.10's ggml)
       if (lacking.empty()) lacking = b.mirror->unsupported();
       std::printf("exact %s.skipped needs_%s\n", key.c_str(), lacking.c_str());
       continue;
@@ -525,7 +525,7 @@ int check_all(const std::string& filter) {
       ++failures;
       continue;
     }
-#ifndef GALLOC_GGML_SEED
+#ifndef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
     if (!same) {  // a zoo graph that is not ggml's is a bug in the zoo
       ++failures;
       continue;
@@ -624,7 +624,7 @@ ggml_backend_buffer_t place_in_buffer(ggml_backend_buffer_type& fake, const std:
   std::size_t offset = 0;
   for (ggml_tensor* t : tensors) {
     void* address = static_cast<char*>(ggml_backend_buffer_get_base(buffer)) + offset;
-#ifdef GALLOC_GGML_SEED
+#ifdef GALLOC_GGML_WHISPER_RN_0_4_0_RC_10
     ggml_backend_tensor_alloc(buffer, t, address);
 #else
     check(ggml_backend_tensor_alloc(buffer, t, address) == GGML_STATUS_SUCCESS, "weight address");

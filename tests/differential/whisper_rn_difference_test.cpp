@@ -1,11 +1,11 @@
-// The seed version of ggml-alloc (whisper.rn 0.4.0-rc.10) against galloc's `ggml` strategy,
-// which follows current upstream. They agree wherever the two ggml versions agree, and these
-// tests pin down the three places where they do not:
-//   1. the seed ignores the buffer type's max size (no chunks): one buffer above the max;
-//   2. the seed reuses fewer ops in place (no FILL, ADD_ID, ROPE_BACK, SILU_BACK,
-//      RMS_NORM_BACK, SOFT_MAX_BACK);
-//   3. the seed never frees the tail of a larger parent taken over in place (upstream does,
-//      but in 0.12.9 only for a custom alloc_size, so no seed-visible case is built here).
+// whisper.rn 0.4.0-rc.10's ggml-alloc against galloc's `ggml` strategy, which follows llama.rn
+// 0.12.9's. They agree wherever the two ggml versions agree, and these tests pin down the three
+// places where they do not. whisper.rn 0.4.0-rc.10's:
+//   1. ignores the buffer type's max size (no chunks): one buffer above the max;
+//   2. reuses fewer ops in place (no FILL, ADD_ID, ROPE_BACK, SILU_BACK, RMS_NORM_BACK,
+//      SOFT_MAX_BACK);
+//   3. never frees the tail of a larger parent taken over in place (llama.rn 0.12.9's does, but
+//      only for a custom alloc_size, so no case rc.10 could see is built here).
 #include <gtest/gtest.h>
 
 #include "galloc/graph_allocator.hpp"
@@ -15,7 +15,7 @@
 namespace galloc {
 namespace {
 
-bool seed_inplace_differs(Op op) {
+bool inplace_differs(Op op) {
   switch (op) {
     case Op::Fill:
     case Op::AddId:
@@ -27,14 +27,14 @@ bool seed_inplace_differs(Op op) {
   }
 }
 
-TEST(SeedDifference, AgreesWithoutMaxSizeAndWithSharedInplaceOps) {
+TEST(WhisperRnDifference, AgreesWithoutMaxSizeAndWithSharedInplaceOps) {
   testing::RandomGraphOptions options;
   options.allow_small_max_size = false;
   std::size_t compared = 0;
   for (std::uint64_t seed = 0; seed < 600; ++seed) {
     const auto c = testing::random_case(seed, options);
     bool comparable = true;
-    for (const Tensor& t : c.graph.tensors) comparable = comparable && !seed_inplace_differs(t.op);
+    for (const Tensor& t : c.graph.tensors) comparable = comparable && !inplace_differs(t.op);
     const auto stock = ggml_bridge::run_stock(c);
     if (!comparable || !stock.error.empty()) continue;
     ASSERT_TRUE(stock.ok) << "seed " << seed;
@@ -57,8 +57,8 @@ TEST(SeedDifference, AgreesWithoutMaxSizeAndWithSharedInplaceOps) {
 }
 
 // x0, x1, x2 inputs of 64 bytes, then x3 = x0 + x1, x4 = x3 + x2: with a max size of 128 the
-// seed puts all 192 bytes in one buffer; upstream (and galloc) open a second chunk.
-TEST(SeedDifference, SeedIgnoresMaxSize) {
+// rc.10 puts all 192 bytes in one buffer; llama.rn 0.12.9 (and galloc) open a second chunk.
+TEST(WhisperRnDifference, IgnoresMaxSize) {
   testing::RandomCase c;
   c.types = {{8, 128, 0}};
   c.buffer_type_of_id = {0};
@@ -74,7 +74,7 @@ TEST(SeedDifference, SeedIgnoresMaxSize) {
   const auto stock = ggml_bridge::run_stock(c);
   ASSERT_TRUE(stock.ok);
   ASSERT_EQ(stock.chunk_sizes[0].size(), 1u);
-  EXPECT_EQ(stock.chunk_sizes[0][0], 192u) << "the seed's single buffer is above the 128-byte max";
+  EXPECT_EQ(stock.chunk_sizes[0][0], 192u) << "rc.10's single buffer is above the 128-byte max";
 
   auto types = c.make_buffer_types();
   GraphAllocator allocator(types.per_id, {{Strategy::kGgml}});
@@ -86,8 +86,8 @@ TEST(SeedDifference, SeedIgnoresMaxSize) {
   EXPECT_EQ(allocator.buffer_size(0).value(), stock.buffer_sizes[0]) << "same total, split differently";
 }
 
-// y = SOFT_MAX_BACK(x, g) with x dying at y: upstream reuses x in place, the seed does not.
-TEST(SeedDifference, SeedReusesFewerOpsInPlace) {
+// y = SOFT_MAX_BACK(x, g) with x dying at y: llama.rn 0.12.9 reuses x in place, rc.10 does not.
+TEST(WhisperRnDifference, ReusesFewerOpsInPlace) {
   testing::RandomCase c;
   c.types = {{8, kUnlimited, 0}};
   c.buffer_type_of_id = {0};
@@ -106,7 +106,7 @@ TEST(SeedDifference, SeedReusesFewerOpsInPlace) {
   auto types = c.make_buffer_types();
   GraphAllocator allocator(types.per_id, {{Strategy::kGgml}});
   ASSERT_TRUE(allocator.reserve(g).is_ok());
-  // galloc (upstream rules): s takes x's memory, y takes s's: 128 bytes. Seed: y is new.
+  // galloc (llama.rn 0.12.9's rules): s takes x's memory, y takes s's: 128 bytes. rc.10: y is new.
   EXPECT_EQ(allocator.buffer_size(0).value(), 128u);
   EXPECT_EQ(stock.buffer_sizes[0], 192u);
 }

@@ -18,7 +18,7 @@
 // of noise before the first aligned address. `size` lines leave that noise out (see
 // base_pad); the real allocations get the size exactly as measured.
 //
-// legacy_graphs [section]: runs one section (random, measure, reuse, parse, tallocr, sched,
+// api_2023_graphs [section]: runs one section (random, measure, reuse, parse, tallocr, sched,
 // gallocr_n, keep) or all of them.
 #include <algorithm>
 #include <chrono>
