@@ -77,7 +77,7 @@ run: build
 	@$(BUILD)/bin/galloc render $(lastword $(RUN_GRAPHS)) --html out/report.html
 	@echo "wrote out/report.html (open it in a browser)"
 
-# The benchmark programs of bench/ (no test runs them, so the default build leaves them out);
+# The benchmark programs of bench/ (the default build makes only those a test runs once);
 # docs/PERFORMANCE.md gives each one's command.
 bench: build
 	@cmake --build $(BUILD) -j$(JOBS) --target galloc_benches -- --no-print-directory

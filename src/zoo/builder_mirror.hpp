@@ -1,6 +1,6 @@
 // Replaying a zoo graph elsewhere: the calls the zoo's builder makes, for the drop-in test
-// that builds every zoo graph with ggml's own functions (tests/dropin/zoo_ggml.cpp). Not part
-// of the public API: it changes with every builder function the zoo gains.
+// that builds every zoo graph with ggml's own functions (tests/dropin/ggml_zoo_mirror.cpp).
+// Not part of the public API: it changes with every builder function the zoo gains.
 #pragma once
 
 #include <array>
@@ -16,7 +16,7 @@ namespace galloc::zoo {
 // The zoo's model files build graphs through a builder whose every function is the ggml
 // function of the same name (ggml_mul_mat, ggml_view_2d, ggml_conv_2d, ...). A BuilderMirror
 // sees each of those calls as the model makes it, so that another graph library (ggml itself,
-// in tests/dropin/zoo_ggml.cpp) can make the same calls and build the same graph. Calls
+// in tests/dropin/ggml_zoo_mirror.cpp) can make the same calls and build the same graph. Calls
 // a builder function makes internally (ggml_conv_2d's im2col and mul_mat) are not reported:
 // the mirror makes the composite call, as the ggml program would.
 

@@ -2,7 +2,7 @@
 // strides, op, sources, view and flags, the nodes and leafs in the file's order. What ggml-alloc
 // reads of a graph is all there (ggml_op_can_inplace reads the op, nothing reads op params),
 // so stock ggml-alloc and the drop-in plan the replayed graph as they planned the captured one,
-// up to the ops each ggml version may compute in place. zoo_ggml.cpp's bench replays
+// up to the ops each ggml version may compute in place. ggml_bench_support.cpp replays
 // bench/graphs this way.
 //
 // Tensors the file marks as having memory, and tensors the graph reads without computing them

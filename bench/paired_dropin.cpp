@@ -1,5 +1,5 @@
 // The one-file drop-in under other names (paired_*), so that it links into one program beside
-// stock ggml-alloc.c: zoo_ggml.cpp's `paired` bench times both on the same graph by turns.
+// stock ggml-alloc.c: ggml_paired_bench.cpp times both on the same graph by turns.
 // Every function ggml-alloc.h declares is renamed here, in the drop-in's declarations and
 // definitions alike; the ggml it calls (buffers, tensors, logging) is stock ggml's.
 #define ggml_tallocr_new paired_tallocr_new
