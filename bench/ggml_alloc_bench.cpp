@@ -11,7 +11,6 @@
 // live lower bound), which bench/zoo_bench.cmake puts side by side for stock and galloc.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "ggml_bench_support.hpp"
+#include "ggml_warnings_log.hpp"
 #include "ggml_zoo_mirror.hpp"
 #include "test_support.hpp"
 
@@ -95,31 +95,16 @@ int bench_zoo(const std::string& filter, int repetitions) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ggml_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-      },
-      nullptr);
-  std::string filter;
-  std::vector<std::string> files;
-  int repetitions = 15;
-  for (int k = 1; k < argc; ++k) {
-    const std::string arg = argv[k];
-    if (arg == "--filter" && k + 1 < argc) {
-      filter = argv[++k];
-    } else if (arg == "--files") {
-      while (k + 1 < argc && argv[k + 1][0] != '-') files.emplace_back(argv[++k]);
-    } else if (std::atoi(arg.c_str()) > 0) {
-      repetitions = std::atoi(arg.c_str());
-    } else {
-      fail("usage: galloc_ggml_alloc_bench_KIND [REPETITIONS] [--files FILE...] [--filter SUBSTRING]");
-    }
-  }
+  log_ggml_warnings_only();
+  BenchArgs args;
+  if (!parse_bench_args(argc, argv, args))
+    fail("usage: galloc_ggml_alloc_bench_KIND [REPETITIONS] [--files FILE...] [--filter SUBSTRING]");
   ggml_backend_buffer_type no_memory = no_memory_buffer_type();
-  const int failures = files.empty() ? bench_zoo(filter, repetitions)
-                                     : for_each_graph_file(files, filter, no_memory, [&](const ReplayedFile& f) {
-                                         return bench_graph(f.name, f.graph, f.fresh, no_memory, repetitions, f.bound);
-                                       });
+  const int failures = args.files.empty()
+                           ? bench_zoo(args.filter, args.repetitions)
+                           : for_each_graph_file(args.files, args.filter, no_memory, [&](const ReplayedFile& f) {
+                               return bench_graph(f.name, f.graph, f.fresh, no_memory, args.repetitions, f.bound);
+                             });
   if (failures > 0) {
     std::fprintf(stderr, "ggml_alloc_bench: %d graph(s) failed\n", failures);
     return 1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -77,6 +78,22 @@ void FreshTensors::restore() const {
     fresh_[k]->data = saved_[k].data;
     fresh_[k]->buffer = saved_[k].buffer;
   }
+}
+
+bool parse_bench_args(int argc, char** argv, BenchArgs& out) {
+  for (int k = 1; k < argc; ++k) {
+    const std::string arg = argv[k];
+    if (arg == "--filter" && k + 1 < argc) {
+      out.filter = argv[++k];
+    } else if (arg == "--files") {
+      while (k + 1 < argc && argv[k + 1][0] != '-') out.files.emplace_back(argv[++k]);
+    } else if (std::atoi(arg.c_str()) > 0) {
+      out.repetitions = std::atoi(arg.c_str());
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 int for_each_graph_file(const std::vector<std::string>& paths, const std::string& filter,

@@ -58,6 +58,15 @@ struct ReplayedFile {
   std::size_t bound;
 };
 
+// A benchmark's command line: [REPETITIONS] [--files FILE...] [--filter SUBSTRING].
+struct BenchArgs {
+  int repetitions = 15;
+  std::vector<std::string> files;
+  std::string filter;
+};
+// False on an argument it does not know.
+bool parse_bench_args(int argc, char** argv, BenchArgs& out);
+
 // Calls `bench` for each of `paths` whose name contains `filter`; returns how many files could
 // not be read or replayed plus how many `bench` returned false for.
 int for_each_graph_file(const std::vector<std::string>& paths, const std::string& filter,

@@ -20,6 +20,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "ggml_bench_support.hpp"
+#include "ggml_warnings_log.hpp"
 #include "test_support.hpp"
 
 // paired_dropin.cpp: the drop-in under other names, beside stock ggml-alloc.c
@@ -189,32 +190,14 @@ bool pair_graph(const std::string& name, ggml_cgraph* graph, const std::vector<g
 }  // namespace
 
 int main(int argc, char** argv) {
-  ggml_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-      },
-      nullptr);
-  std::string filter;
-  std::vector<std::string> files;
-  int repetitions = 15;
-  for (int k = 1; k < argc; ++k) {
-    const std::string arg = argv[k];
-    if (arg == "--filter" && k + 1 < argc) {
-      filter = argv[++k];
-    } else if (arg == "--files") {
-      while (k + 1 < argc && argv[k + 1][0] != '-') files.emplace_back(argv[++k]);
-    } else if (std::atoi(arg.c_str()) > 0) {
-      repetitions = std::atoi(arg.c_str());
-    } else {
-      files.clear();
-      break;
-    }
-  }
-  if (files.empty()) fail("usage: galloc_ggml_paired_bench [REPETITIONS] --files FILE... [--filter SUBSTRING]");
+  log_ggml_warnings_only();
+  BenchArgs args;
+  if (!parse_bench_args(argc, argv, args) || args.files.empty())
+    fail("usage: galloc_ggml_paired_bench [REPETITIONS] --files FILE... [--filter SUBSTRING]");
   ggml_backend_buffer_type no_memory = no_memory_buffer_type();
   PairedMeans means;
-  const int failures = for_each_graph_file(files, filter, no_memory, [&](const ReplayedFile& f) {
-    return pair_graph(f.name, f.graph, f.fresh, no_memory, repetitions, f.bound, means);
+  const int failures = for_each_graph_file(args.files, args.filter, no_memory, [&](const ReplayedFile& f) {
+    return pair_graph(f.name, f.graph, f.fresh, no_memory, args.repetitions, f.bound, means);
   });
   means.print();
   if (failures > 0) {

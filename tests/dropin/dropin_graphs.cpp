@@ -29,6 +29,7 @@
 #include "ggml-cpu.h"
 #include "ggml-impl.h"  // struct ggml_cgraph (leafs)
 #include "ggml.h"
+#include "ggml_warnings_log.hpp"
 #include "layout_hash.hpp"
 #include "test_support.hpp"
 
@@ -938,11 +939,7 @@ void timing_case() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ggml_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-      },
-      nullptr);
+  log_ggml_warnings_only();
   g_cpu = ggml_backend_cpu_init();
   check(g_cpu != nullptr, "cpu backend");
   ggml_backend_cpu_set_n_threads(g_cpu, 2);

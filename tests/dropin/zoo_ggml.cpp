@@ -23,6 +23,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "ggml_warnings_log.hpp"
 #include "ggml_zoo_mirror.hpp"
 #include "layout_hash.hpp"
 #include "test_support.hpp"
@@ -185,11 +186,7 @@ int check_all(const std::string& filter) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ggml_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-      },
-      nullptr);
+  log_ggml_warnings_only();
   std::string filter;
   for (int k = 1; k < argc; ++k) {
     const std::string arg = argv[k];
