@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "shared_arena_state.hpp"
+
 namespace galloc {
 
 namespace {
@@ -34,30 +36,26 @@ const T* find_entry(const std::vector<std::pair<SharedArena::MemberId, T>>& list
 
 }  // namespace
 
-SharedArena::SharedArena(const BufferType& type, std::string name) : type_(type), name_(std::move(name)) {}
-
-SharedArena::~SharedArena() = default;
-
-Bytes SharedArena::size() const {
+Bytes SharedArena::State::size() const {
   std::lock_guard lock(mutex_);
   Bytes total = 0;
   for (const auto& chunk : chunks_) total += chunk->size();
   return total;
 }
 
-std::vector<Bytes> SharedArena::chunk_sizes() const {
+std::vector<Bytes> SharedArena::State::chunk_sizes() const {
   std::lock_guard lock(mutex_);
   std::vector<Bytes> sizes;
   for (const auto& chunk : chunks_) sizes.push_back(chunk->size());
   return sizes;
 }
 
-std::size_t SharedArena::member_count() const {
+std::size_t SharedArena::State::member_count() const {
   std::lock_guard lock(mutex_);
   return members_.size();
 }
 
-std::vector<const Buffer*> SharedArena::buffers() const {
+std::vector<const Buffer*> SharedArena::State::buffers() const {
   std::lock_guard lock(mutex_);
   std::vector<const Buffer*> result;
   for (const auto& chunk : chunks_) result.push_back(chunk.get());
@@ -65,20 +63,20 @@ std::vector<const Buffer*> SharedArena::buffers() const {
   return result;
 }
 
-void SharedArena::set_checked(bool checked) {
+void SharedArena::State::set_checked(bool checked) {
   std::lock_guard lock(mutex_);
   checked_ = checked;
   generation_.fetch_add(1, std::memory_order_release);
 }
 
-SharedArena::MemberId SharedArena::add_member(std::string who) {
+SharedArena::MemberId SharedArena::State::add_member(std::string who) {
   std::lock_guard lock(mutex_);
   const MemberId id = next_member_++;
   members_.emplace_back(id, std::move(who));
   return id;
 }
 
-void SharedArena::remove_member(MemberId member) {
+void SharedArena::State::remove_member(MemberId member) {
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
   erase_where(owned_, [member](const Owned& o) { return o.owner == member; });
@@ -88,7 +86,7 @@ void SharedArena::remove_member(MemberId member) {
   erase_where(repeatable_places_, [member](const auto& m) { return m.first == member; });
 }
 
-bool SharedArena::in_last_placement(MemberId member, const Owned& piece) const {
+bool SharedArena::State::in_last_placement(MemberId member, const Owned& piece) const {
   const std::vector<Owned>* regions = find_entry(last_placed_, member);
   if (regions == nullptr) return false;
   return std::any_of(regions->begin(), regions->end(), [&piece](const Owned& r) {
@@ -96,20 +94,20 @@ bool SharedArena::in_last_placement(MemberId member, const Owned& piece) const {
   });
 }
 
-std::string SharedArena::describe(MemberId member) const {
+std::string SharedArena::State::describe(MemberId member) const {
   for (const auto& [id, who] : members_) {
     if (id == member) return who;
   }
   return "member " + std::to_string(member);
 }
 
-void SharedArena::forget_chunk(const Buffer* chunk) {
+void SharedArena::State::forget_chunk(const Buffer* chunk) {
   ++chunks_epoch_;
   // Nobody holds its memory any more; last_placed_ keeps its regions, so that holds() says so.
   erase_where(owned_, [chunk](const Owned& o) { return o.chunk == chunk; });
 }
 
-Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
+Status SharedArena::State::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
   ++chunks_epoch_;
   Bytes old_size = 0;
   std::unique_ptr<Buffer> kept;
@@ -157,7 +155,7 @@ Status SharedArena::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
   return Status::ok();
 }
 
-AddressRange SharedArena::current(MemberId member, AddressRange read) const {
+AddressRange SharedArena::State::current(MemberId member, AddressRange read) const {
   for (const auto& [id, moves] : pending_moves_) {
     if (id != member) continue;
     for (const Move& move : moves) {
@@ -169,7 +167,7 @@ AddressRange SharedArena::current(MemberId member, AddressRange read) const {
   return read;
 }
 
-void SharedArena::compose(std::vector<Move>& moves, const std::vector<Move>& later) {
+void SharedArena::State::compose(std::vector<Move>& moves, const std::vector<Move>& later) {
   // An earlier move whose bytes moved again now ends where they are; later moves of bytes that
   // had not moved before follow (the graph's addresses were theirs).
   std::vector<bool> used(later.size(), false);
@@ -188,8 +186,8 @@ void SharedArena::compose(std::vector<Move>& moves, const std::vector<Move>& lat
   }
 }
 
-Status SharedArena::kept_reads(MemberId member, const std::vector<AddressRange>& reads, std::vector<Owned>& kept,
-                               bool skip_stale) const {
+Status SharedArena::State::kept_reads(MemberId member, const std::vector<AddressRange>& reads, std::vector<Owned>& kept,
+                                      bool skip_stale) const {
   kept.clear();
   for (const AddressRange& graph_read : reads) {
     if (graph_read.begin == graph_read.end) continue;
@@ -233,8 +231,8 @@ Status SharedArena::kept_reads(MemberId member, const std::vector<AddressRange>&
   return Status::ok();
 }
 
-bool SharedArena::read_pieces(Buffer& buffer, const std::vector<Owned>& pieces,
-                              std::vector<std::vector<std::byte>>& bytes) {
+bool SharedArena::State::read_pieces(Buffer& buffer, const std::vector<Owned>& pieces,
+                                     std::vector<std::vector<std::byte>>& bytes) {
   bytes.assign(pieces.size(), {});
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     bytes[i].resize(pieces[i].end - pieces[i].begin);
@@ -243,8 +241,8 @@ bool SharedArena::read_pieces(Buffer& buffer, const std::vector<Owned>& pieces,
   return true;
 }
 
-void SharedArena::write_at_end(Buffer& target, std::byte* from_base, const std::vector<Owned>& pieces,
-                               const std::vector<std::vector<std::byte>>& bytes, std::vector<Move>& moves) {
+void SharedArena::State::write_at_end(Buffer& target, std::byte* from_base, const std::vector<Owned>& pieces,
+                                      const std::vector<std::vector<std::byte>>& bytes, std::vector<Move>& moves) {
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
   Bytes to = target.size() / alignment * alignment;
   std::vector<Move> done;
@@ -258,7 +256,7 @@ void SharedArena::write_at_end(Buffer& target, std::byte* from_base, const std::
   compose(moves, done);
 }
 
-bool SharedArena::move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves) {
+bool SharedArena::State::move_to_end(std::size_t chunk, const std::vector<Owned>& keep, std::vector<Move>& moves) {
   Buffer& buffer = *chunks_[chunk];
   std::vector<std::vector<std::byte>> bytes;
   if (!read_pieces(buffer, keep, bytes)) return false;
@@ -266,8 +264,8 @@ bool SharedArena::move_to_end(std::size_t chunk, const std::vector<Owned>& keep,
   return true;
 }
 
-Result<bool> SharedArena::regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep,
-                                         std::vector<Move>& moves) {
+Result<bool> SharedArena::State::regrow_keeping(std::size_t chunk, Bytes size, const std::vector<Owned>& keep,
+                                                std::vector<Move>& moves) {
   Buffer& old = *chunks_[chunk];
   std::vector<std::vector<std::byte>> bytes;
   if (!read_pieces(old, keep, bytes)) return false;
@@ -293,8 +291,8 @@ Result<bool> SharedArena::regrow_keeping(std::size_t chunk, Bytes size, const st
   return true;
 }
 
-Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
-                            Bytes carried, bool keep_reads) {
+Status SharedArena::State::reserve(MemberId member, const std::vector<Bytes>& needs,
+                                   const std::vector<AddressRange>& reads, Bytes carried, bool keep_reads) {
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
@@ -323,15 +321,8 @@ Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, co
   return Status::ok();
 }
 
-Result<SharedArena::MemberPlacement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
-                                                        const std::vector<AddressRange>& reads) {
-  MemberPlacement placement;
-  GALLOC_RETURN_IF_ERROR(place(member, needs, reads, placement));
-  return placement;
-}
-
-Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
-                          MemberPlacement& placement) {
+Status SharedArena::State::place(MemberId member, const std::vector<Bytes>& needs,
+                                 const std::vector<AddressRange>& reads, MemberPlacement& placement) {
   std::lock_guard lock(mutex_);
   generation_.fetch_add(1, std::memory_order_release);
   if (repeat_last_place(member, needs, reads, placement)) return Status::ok();
@@ -379,7 +370,7 @@ Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, cons
   return Status::ok();
 }
 
-void SharedArena::free_retired_chunks(const std::vector<Owned>& kept) {
+void SharedArena::State::free_retired_chunks(const std::vector<Owned>& kept) {
   for (auto it = retired_.begin(); it != retired_.end();) {
     const Buffer* chunk = it->get();
     if (std::any_of(kept.begin(), kept.end(), [chunk](const Owned& k) { return k.chunk == chunk; })) {
@@ -391,8 +382,8 @@ void SharedArena::free_retired_chunks(const std::vector<Owned>& kept) {
   }
 }
 
-std::optional<Bytes> SharedArena::lowest_clear_offset(std::size_t chunk, Bytes need,
-                                                      const std::vector<Owned>& in_chunk) {
+std::optional<Bytes> SharedArena::State::lowest_clear_offset(std::size_t chunk, Bytes need,
+                                                             const std::vector<Owned>& in_chunk) {
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
   const Bytes size = chunks_[chunk]->size();
   auto clear = [&](Bytes offset) {
@@ -412,8 +403,8 @@ std::optional<Bytes> SharedArena::lowest_clear_offset(std::size_t chunk, Bytes n
   return std::nullopt;
 }
 
-Result<Bytes> SharedArena::offset_in_chunk(std::size_t chunk, Bytes need, const std::vector<Owned>& kept,
-                                           std::vector<Move>& moves) {
+Result<Bytes> SharedArena::State::offset_in_chunk(std::size_t chunk, Bytes need, const std::vector<Owned>& kept,
+                                                  std::vector<Move>& moves) {
   const Bytes alignment = std::max<Bytes>(type_.alignment(), 1);
   std::vector<Owned>& in_chunk = in_chunk_;
   in_chunk.clear();
@@ -443,7 +434,7 @@ Result<Bytes> SharedArena::offset_in_chunk(std::size_t chunk, Bytes need, const 
   return Bytes{0};
 }
 
-void SharedArena::poison_others(Buffer& chunk, const Owned& region) {
+void SharedArena::State::poison_others(Buffer& chunk, const Owned& region) {
   for (const Owned& o : owned_) {
     if (o.chunk != &chunk || o.owner == region.owner) continue;
     const Bytes begin = std::max(o.begin, region.begin);
@@ -452,8 +443,8 @@ void SharedArena::poison_others(Buffer& chunk, const Owned& region) {
   }
 }
 
-bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& needs,
-                                    const std::vector<AddressRange>& reads, MemberPlacement& placement) {
+bool SharedArena::State::repeat_last_place(MemberId member, const std::vector<Bytes>& needs,
+                                           const std::vector<AddressRange>& reads, MemberPlacement& placement) {
   // A place is a function of what it is given and of the arena's chunks, who holds what in
   // them, the member's pending moves, the retired chunks and the mode; may_repeat requires the
   // last three empty and off, and the rest is compared here.
@@ -477,12 +468,12 @@ bool SharedArena::repeat_last_place(MemberId member, const std::vector<Bytes>& n
   return true;
 }
 
-bool SharedArena::may_repeat(MemberId member) const {
+bool SharedArena::State::may_repeat(MemberId member) const {
   const std::vector<Move>* pending = find_entry(pending_moves_, member);
   return !checked_ && retired_.empty() && (pending == nullptr || pending->empty());
 }
 
-std::optional<SharedArena::Owned> SharedArena::locate(AddressRange range) const {
+std::optional<SharedArena::State::Owned> SharedArena::State::locate(AddressRange range) const {
   auto within = [&range](const std::unique_ptr<Buffer>& chunk) -> std::optional<Owned> {
     std::byte* base = chunk->base();
     if (range.begin < base || range.end > base + chunk->size()) return std::nullopt;
@@ -497,14 +488,14 @@ std::optional<SharedArena::Owned> SharedArena::locate(AddressRange range) const 
   return std::nullopt;
 }
 
-const SharedArena::Owned* SharedArena::owner_of(const Owned& piece) const {
+const SharedArena::State::Owned* SharedArena::State::owner_of(const Owned& piece) const {
   for (const Owned& o : owned_) {
     if (o.chunk == piece.chunk && o.begin <= piece.begin && piece.end <= o.end) return &o;
   }
   return nullptr;
 }
 
-void SharedArena::take_over(const Owned& region) {
+void SharedArena::State::take_over(const Owned& region) {
   std::vector<Owned>& rest = rest_;
   rest.clear();
   for (const Owned& o : owned_) {
@@ -519,7 +510,7 @@ void SharedArena::take_over(const Owned& region) {
   owned_.swap(rest);
 }
 
-bool SharedArena::holds(MemberId member) const {
+bool SharedArena::State::holds(MemberId member) const {
   std::lock_guard lock(mutex_);
   auto entry =
       std::find_if(last_placed_.begin(), last_placed_.end(), [member](const auto& m) { return m.first == member; });
@@ -530,5 +521,53 @@ bool SharedArena::holds(MemberId member) const {
   }
   return true;
 }
+
+// The public functions: each forwards to the state.
+
+SharedArena::SharedArena(const BufferType& type, std::string name)
+    : state_(std::make_unique<State>(type, std::move(name))) {}
+
+SharedArena::~SharedArena() = default;
+
+const std::string& SharedArena::name() const { return state_->name_; }
+
+const BufferType& SharedArena::type() const { return state_->type_; }
+
+Bytes SharedArena::size() const { return state_->size(); }
+
+std::vector<Bytes> SharedArena::chunk_sizes() const { return state_->chunk_sizes(); }
+
+std::size_t SharedArena::member_count() const { return state_->member_count(); }
+
+std::vector<const Buffer*> SharedArena::buffers() const { return state_->buffers(); }
+
+std::uint64_t SharedArena::growth_count() const { return state_->growths_.load(std::memory_order_relaxed); }
+
+std::uint64_t SharedArena::generation() const { return state_->generation_.load(std::memory_order_acquire); }
+
+void SharedArena::set_checked(bool checked) { state_->set_checked(checked); }
+
+SharedArena::MemberId SharedArena::add_member(std::string who) { return state_->add_member(std::move(who)); }
+
+void SharedArena::remove_member(MemberId member) { state_->remove_member(member); }
+
+Status SharedArena::reserve(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
+                            Bytes carried, bool keep_reads) {
+  return state_->reserve(member, needs, reads, carried, keep_reads);
+}
+
+Result<SharedArena::MemberPlacement> SharedArena::place(MemberId member, const std::vector<Bytes>& needs,
+                                                        const std::vector<AddressRange>& reads) {
+  MemberPlacement placement;
+  GALLOC_RETURN_IF_ERROR(state_->place(member, needs, reads, placement));
+  return placement;
+}
+
+Status SharedArena::place(MemberId member, const std::vector<Bytes>& needs, const std::vector<AddressRange>& reads,
+                          MemberPlacement& placement) {
+  return state_->place(member, needs, reads, placement);
+}
+
+bool SharedArena::holds(MemberId member) const { return state_->holds(member); }
 
 }  // namespace galloc

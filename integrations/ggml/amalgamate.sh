@@ -40,6 +40,7 @@ HEADERS=(
     include/galloc/plan.hpp
     include/galloc/planner.hpp
     include/galloc/shared_arena.hpp
+    src/shared_arena_state.hpp
     include/galloc/graph_allocator.hpp
     include/galloc/linear_allocator.hpp
 )
