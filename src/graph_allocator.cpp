@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "galloc/planner.hpp"
+#include "graph_allocator_state.hpp"
 #include "tensor_sources.hpp"
 
 namespace galloc {
@@ -17,7 +18,7 @@ constexpr std::int32_t kReadNode = -3;
 
 }  // namespace
 
-GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, GraphAllocatorOptions options)
+GraphAllocator::State::State(std::vector<const BufferType*> buffer_types, GraphAllocatorOptions options)
     : types_(std::move(buffer_types)), allocator_of_(allocators_of(types_)), options_(options) {
   AllocatorId count = 0;
   for (AllocatorId a : allocator_of_) count = std::max(count, a + 1);
@@ -28,16 +29,8 @@ GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, Grap
   arena_generation_.assign(static_cast<std::size_t>(count), 0);
 }
 
-GraphAllocator::~GraphAllocator() = default;
-GraphAllocator::GraphAllocator(GraphAllocator&&) noexcept = default;
-GraphAllocator& GraphAllocator::operator=(GraphAllocator&&) noexcept = default;
-
-Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {
-  return reserve_keeping(graph, assignment, nullptr);
-}
-
-Status GraphAllocator::reserve_keeping(const Graph& graph, const BufferAssignment& assignment,
-                                       const std::vector<AddressRange>* alloc_reads) {
+Status GraphAllocator::State::reserve_keeping(const Graph& graph, const BufferAssignment& assignment,
+                                              const std::vector<AddressRange>* alloc_reads) {
   auto planned = plan_graph(graph, types_, assignment, options_.placement);
   if (!planned) return planned.status();
   const Plan& plan = planned->plan;
@@ -93,7 +86,8 @@ Status GraphAllocator::reserve_keeping(const Graph& graph, const BufferAssignmen
   return Status::ok();
 }
 
-std::string GraphAllocator::restore_buffers(const std::vector<std::pair<std::size_t, std::vector<Bytes>>>& replaced) {
+std::string GraphAllocator::State::restore_buffers(
+    const std::vector<std::pair<std::size_t, std::vector<Bytes>>>& replaced) {
   // The new chunks go first, so that again no more than one buffer's worth is held.
   for (const auto& entry : replaced) buffers_[entry.first].clear();
   for (const auto& [a, sizes] : replaced) {
@@ -115,7 +109,7 @@ std::string GraphAllocator::restore_buffers(const std::vector<std::pair<std::siz
   return "; the previous plan is kept, in buffers of its sizes allocated again (place the tensors again with alloc)";
 }
 
-void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetimes) {
+void GraphAllocator::State::record_replay(const Graph& graph, const Lifetimes& lifetimes) {
   first_chunk_.clear();
   std::uint32_t chunk_count = 0;
   for (std::size_t a = 0; a < buffers_.size(); ++a) {
@@ -174,15 +168,14 @@ void GraphAllocator::record_replay(const Graph& graph, const Lifetimes& lifetime
   }
 }
 
-Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const BufferAssignment& assignment) const {
+Result<std::vector<Bytes>> GraphAllocator::State::measure(const Graph& graph,
+                                                          const BufferAssignment& assignment) const {
   auto planned = plan_graph(graph, types_, assignment, options_.placement);
   if (!planned) return planned.status();
   std::vector<Bytes> sizes;
   for (const BufferPlan& buffer : planned->plan.buffers) sizes.push_back(buffer.size());
   return sizes;
 }
-
-bool GraphAllocator::needs_reserve(const Graph& graph) const { return needs_reserve_reading(graph, nullptr); }
 
 namespace {
 
@@ -219,8 +212,8 @@ void sort_unique(std::vector<AddressRange>& ranges) {
 
 }  // namespace
 
-bool GraphAllocator::needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads,
-                                           const std::vector<TensorId>* candidates) const {
+bool GraphAllocator::State::needs_reserve_reading(const Graph& graph, std::vector<AddressRange>* reads,
+                                                  const std::vector<TensorId>* candidates) const {
   if (!plan_) return true;
   if (graph.tensors.size() != plan_->tensors.size() || graph.nodes != reserved_nodes_ ||
       graph.leafs != reserved_leafs_ || graph.inplace_ops != reserved_inplace_ops_ ||
@@ -267,7 +260,7 @@ bool GraphAllocator::needs_reserve_reading(const Graph& graph, std::vector<Addre
   return false;
 }
 
-std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, Bytes* without_address) {
+std::vector<AddressRange> GraphAllocator::State::existing_memory(const Graph& graph, Bytes* without_address) {
   // Only what the graph reads (its leafs, nodes and their sources; a view through its root):
   // a converted graph may also hold tensors it never reads, such as another graph's
   // intermediates reached through a source pointer.
@@ -289,7 +282,7 @@ std::vector<AddressRange> GraphAllocator::existing_memory(const Graph& graph, By
   return ranges;
 }
 
-Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
+Status GraphAllocator::State::prepare_alloc(Graph& graph, AllocSink* sink) {
   const std::vector<TensorId>* candidates = sink == nullptr ? nullptr : sink->tensors_in_arena();
   const bool in_arena =
       std::any_of(arena_of_.begin(), arena_of_.end(), [](const Membership& m) { return m.arena() != nullptr; }) &&
@@ -358,7 +351,7 @@ Status GraphAllocator::prepare_alloc(Graph& graph, AllocSink* sink) {
 
 // needs_reserve has checked every slot's tensor against the reservation.
 template <typename Order, typename Place>
-Status GraphAllocator::replay(const Graph& graph, const Order& order, Place&& place) const {
+Status GraphAllocator::State::replay(const Graph& graph, const Order& order, Place&& place) const {
   for (const auto& entry : order) {
     const ReplaySlot& slot = slot_at(entry);
     const Tensor& tensor = graph[slot.id];
@@ -372,7 +365,7 @@ Status GraphAllocator::replay(const Graph& graph, const Order& order, Place&& pl
   return Status::ok();
 }
 
-Status GraphAllocator::alloc(Graph& graph) {
+Status GraphAllocator::State::alloc(Graph& graph) {
   GALLOC_RETURN_IF_ERROR(prepare_alloc(graph, nullptr));
   // Tensor::data in id order: front to back through the tensors.
   GALLOC_RETURN_IF_ERROR(replay(graph, slots_, [&graph](TensorId id, const TensorAddress* address) {
@@ -389,19 +382,19 @@ Status GraphAllocator::alloc(Graph& graph) {
   return Status::ok();
 }
 
-void GraphAllocator::reset_buffers() {
+void GraphAllocator::State::reset_buffers() {
   for (const auto& chunks : buffers_) {
     for (const auto& chunk : chunks) chunk->reset();
   }
 }
 
-Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
+Status GraphAllocator::State::alloc(Graph& graph, AllocSink& sink) {
   GALLOC_RETURN_IF_ERROR(prepare_alloc(graph, &sink));
   return replay(graph, visit_order_,
                 [&sink](TensorId id, const TensorAddress* address) { return sink.place(id, address); });
 }
 
-Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {
+Result<Bytes> GraphAllocator::State::buffer_size(BufferId id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= types_.size()) {
     return invalid_argument("buffer id " + std::to_string(id) + " is out of range (" + std::to_string(types_.size()) +
                             " buffer ids)");
@@ -419,7 +412,7 @@ Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {
   return total;
 }
 
-std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const {
+std::vector<Buffer*> GraphAllocator::State::chunks(BufferId id) const {
   std::vector<Buffer*> result;
   if (id < 0 || static_cast<std::size_t>(id) >= types_.size()) return result;
   const auto a = static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)]);
@@ -436,13 +429,13 @@ std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const {
   return result;
 }
 
-BufferId GraphAllocator::first_id_of(std::size_t allocator) const {
+BufferId GraphAllocator::State::first_id_of(std::size_t allocator) const {
   BufferId id = 0;
   while (static_cast<std::size_t>(allocator_of_[static_cast<std::size_t>(id)]) != allocator) ++id;
   return id;
 }
 
-Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who) {
+Status GraphAllocator::State::join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who) {
   if (!arena) return invalid_argument("join: the arena is null");
   if (id < 0 || static_cast<std::size_t>(id) >= types_.size()) {
     return invalid_argument("join: buffer id " + std::to_string(id) + " is out of range (" +
@@ -469,13 +462,12 @@ Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std
     return invalid_argument("join: shared arena '" + arena->name() + "' holds buffers of type " + describe(theirs) +
                             ", but buffer id " + std::to_string(id) + " is of type " + describe(mine));
   }
-  if (who.empty()) who = "graph allocator " + std::to_string(reinterpret_cast<std::uintptr_t>(this));
   const SharedArena::MemberId member = arena->add_member(std::move(who));
   arena_of_[a] = Membership(std::move(arena), member);
   return Status::ok();
 }
 
-Status GraphAllocator::check_allocation() const {
+Status GraphAllocator::State::check_allocation() const {
   for (const Membership& membership : arena_of_) {
     if (membership.arena() == nullptr) continue;
     if (!membership.arena()->holds(membership.id())) {
@@ -486,5 +478,45 @@ Status GraphAllocator::check_allocation() const {
   }
   return Status::ok();
 }
+
+// The public functions: each forwards to the state.
+
+GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, GraphAllocatorOptions options)
+    : state_(std::make_unique<State>(std::move(buffer_types), options)) {}
+
+GraphAllocator::~GraphAllocator() = default;
+GraphAllocator::GraphAllocator(GraphAllocator&&) noexcept = default;
+GraphAllocator& GraphAllocator::operator=(GraphAllocator&&) noexcept = default;
+
+Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {
+  return state_->reserve_keeping(graph, assignment, nullptr);
+}
+
+Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const BufferAssignment& assignment) const {
+  return state_->measure(graph, assignment);
+}
+
+Status GraphAllocator::alloc(Graph& graph) { return state_->alloc(graph); }
+
+Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) { return state_->alloc(graph, sink); }
+
+void GraphAllocator::reset_buffers() { state_->reset_buffers(); }
+
+bool GraphAllocator::needs_reserve(const Graph& graph) const { return state_->needs_reserve_reading(graph, nullptr); }
+
+Result<Bytes> GraphAllocator::buffer_size(BufferId id) const { return state_->buffer_size(id); }
+
+int GraphAllocator::buffer_count() const { return static_cast<int>(state_->types_.size()); }
+
+const std::optional<Plan>& GraphAllocator::plan() const { return state_->plan_; }
+
+std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const { return state_->chunks(id); }
+
+Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who) {
+  if (who.empty()) who = "graph allocator " + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  return state_->join(id, std::move(arena), std::move(who));
+}
+
+Status GraphAllocator::check_allocation() const { return state_->check_allocation(); }
 
 }  // namespace galloc

@@ -42,6 +42,7 @@ HEADERS=(
     include/galloc/shared_arena.hpp
     src/shared_arena_state.hpp
     include/galloc/graph_allocator.hpp
+    src/graph_allocator_state.hpp
     include/galloc/linear_allocator.hpp
 )
 # galloc_core's sources, as CMakeLists.txt lists them, but the C API: its extern "C" names
