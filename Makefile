@@ -32,7 +32,7 @@ DEBIAN_PACKAGES := cmake g++ make libgtest-dev nlohmann-json3-dev libcli11-dev z
                    chromium clang clang-format libclang-rt-14-dev \
                    g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-i686-linux-gnu qemu-user
 
-.PHONY: all deps ggml configure build run test bench unit-test asan-test tsan-test clean
+.PHONY: all deps ggml configure build run test bench bench-report unit-test asan-test tsan-test clean
 
 all: build
 
@@ -82,6 +82,11 @@ run: build
 bench: build
 	@cmake --build $(BUILD) -j$(JOBS) --target galloc_benches -- --no-print-directory
 	@ls $(BUILD)/bench/galloc_*
+
+# Runs the benchmarks of docs/PERFORMANCE.md again and prints its tables (bench/report.sh; with
+# REPORT_ARGS=--check it compares the page's sizes with this build's instead).
+bench-report: bench
+	@bench/report.sh $(REPORT_ARGS) $(BUILD)
 
 # Unit, C API, consumer, differential and amalgamation tests (built with g++); then the unit
 # tests and the drop-in's shared-arena tests under ASan + UBSan (g++), and the unit tests built
