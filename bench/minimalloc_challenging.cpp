@@ -5,7 +5,7 @@
 //
 // DIR defaults to ../shared/benchmarks/minimalloc-challenging (run from the repository root).
 // S is the time limit per instance (default 60). The search ranks buffers by the files' own
-// times; --steps gives it only the Lifetimes (times reduced to their order), as for a graph.
+// times; --steps gives it only the problem (times reduced to their order), as for a graph.
 // --minimize searches for the smallest size instead of a fit in the capacity (it then stops
 // at the lower bound or the time limit). Exit status 0 when every instance fits and validates.
 #include <algorithm>

@@ -109,7 +109,7 @@ std::string GraphAllocator::State::restore_buffers(
   return "; the previous plan is kept, in buffers of its sizes allocated again (place the tensors again with alloc)";
 }
 
-void GraphAllocator::State::record_replay(const Graph& graph, const Lifetimes& lifetimes) {
+void GraphAllocator::State::record_replay(const Graph& graph, const GraphProblem& lifetimes) {
   first_chunk_.clear();
   std::uint32_t chunk_count = 0;
   for (std::size_t a = 0; a < buffers_.size(); ++a) {

@@ -42,7 +42,7 @@ struct GraphAllocator::State {
   // Returns how the failure ended, for the error message.
   std::string restore_buffers(const std::vector<std::pair<std::size_t, std::vector<Bytes>>>& replaced);
   // Records what alloc must check and write for the graph just reserved.
-  void record_replay(const Graph& graph, const Lifetimes& lifetimes);
+  void record_replay(const Graph& graph, const GraphProblem& lifetimes);
   // alloc's first half: reserves again when the graph no longer fits (telling the sink first),
   // then resets the buffers and looks up their base addresses.
   Status prepare_alloc(Graph& graph, AllocSink* sink);

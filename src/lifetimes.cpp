@@ -44,7 +44,7 @@ Status check_buffer_ids(Span<const BufferId> ids, std::size_t expected, std::siz
 // The walk itself, a line-for-line counterpart of ggml_gallocr_alloc_graph_impl.
 class LivenessWalk {
  public:
-  LivenessWalk(const Graph& graph, Span<const BufferType* const> buffer_types, Lifetimes& out)
+  LivenessWalk(const Graph& graph, Span<const BufferType* const> buffer_types, GraphProblem& out)
       : graph_(graph), types_(buffer_types), out_(out), state_(graph.tensors.size()) {
     // The flags the walk tests at random, copied next to the counts: the tensors themselves
     // are several times larger and would be pulled through the cache again and again.
@@ -367,7 +367,7 @@ class LivenessWalk {
 
   const Graph& graph_;
   Span<const BufferType* const> types_;
-  Lifetimes& out_;
+  GraphProblem& out_;
   std::vector<TensorState> state_;
   std::vector<TensorId> srcs_;            // the set sources of every node, node after node
   std::vector<std::uint32_t> src_begin_;  // per node: where its sources start in srcs_
@@ -380,7 +380,7 @@ namespace {
 // A counting sort by first tensor, stable in creation order. First tensors are nearly always
 // distinct, but not quite: as upstream, an input node that takes a leaf's memory in place
 // while children are still being counted leaves the leaf to be allocated again later.
-void number_storages_by_first_tensor(Lifetimes& lifetimes, std::size_t n_tensors) {
+void number_storages_by_first_tensor(GraphProblem& lifetimes, std::size_t n_tensors) {
   const std::size_t n = lifetimes.storages.size();
   const bool numbered =
       std::is_sorted(lifetimes.storages.begin(), lifetimes.storages.end(),
@@ -415,8 +415,8 @@ Status view_without_memory_error(const Graph& graph, TensorId id) {
 
 }  // namespace
 
-Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* const> buffer_types,
-                                    const BufferAssignment& assignment, const LifetimeOptions& options) {
+Result<GraphProblem> analyze_lifetimes(const Graph& graph, Span<const BufferType* const> buffer_types,
+                                       const BufferAssignment& assignment, const LifetimeOptions& options) {
   if (buffer_types.empty()) return invalid_argument("no buffer types given");
   for (std::size_t i = 0; i < buffer_types.size(); ++i) {
     if (buffer_types[i] == nullptr) {
@@ -435,7 +435,7 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* c
   GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.node_buffer_ids, graph.nodes.size(), buffer_types.size(), "node"));
   GALLOC_RETURN_IF_ERROR(check_buffer_ids(assignment.leaf_buffer_ids, graph.leafs.size(), buffer_types.size(), "leaf"));
 
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   lifetimes.buffer_allocator = allocators_of(buffer_types);
   for (std::size_t i = 0; i < buffer_types.size(); ++i) {
     const auto a = static_cast<std::size_t>(lifetimes.buffer_allocator[i]);
@@ -454,8 +454,8 @@ Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* c
   return lifetimes;
 }
 
-Lifetimes upstream_lifetimes(const Lifetimes& deferred) {
-  Lifetimes upstream = deferred;
+GraphProblem upstream_lifetimes(const GraphProblem& deferred) {
+  GraphProblem upstream = deferred;
   upstream.deferred_leafs.clear();
   const std::size_t moved = deferred.deferred_leafs.size();
   if (moved == 0) return upstream;
@@ -463,7 +463,7 @@ Lifetimes upstream_lifetimes(const Lifetimes& deferred) {
   // before the event there); every c lies in the leaf phase, every q after it.
   std::vector<Step> from, to;
   std::vector<StorageId> storage_of;
-  for (const Lifetimes::DeferredLeaf& leaf : deferred.deferred_leafs) {
+  for (const GraphProblem::DeferredLeaf& leaf : deferred.deferred_leafs) {
     const StorageId s = deferred.tensor_storage[static_cast<std::size_t>(leaf.leaf)];
     storage_of.push_back(s);
     from.push_back(deferred.storages[static_cast<std::size_t>(s)].live.lower);

@@ -28,7 +28,7 @@ Bytes Plan::total_lower_bound() const {
   return total;
 }
 
-Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types, const Lifetimes& lifetimes,
+Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types, const GraphProblem& lifetimes,
                const Placement& placement, std::string strategy) {
   Plan plan;
   plan.strategy = std::move(strategy);

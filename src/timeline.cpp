@@ -14,7 +14,7 @@
 
 namespace galloc {
 
-std::vector<TimelineExtent> timeline_extents(const Lifetimes& lifetimes, const Placement& placement) {
+std::vector<TimelineExtent> timeline_extents(const GraphProblem& lifetimes, const Placement& placement) {
   std::vector<TimelineExtent> extents;
   std::vector<StorageExtent> parts;
   const std::size_t n = std::min(lifetimes.storages.size(), placement.storage_address.size());
@@ -73,7 +73,7 @@ struct Model {
   Step steps = 0;
 };
 
-Model build_model(const Lifetimes& lifetimes, const Placement& placement, Span<const std::string> names) {
+Model build_model(const GraphProblem& lifetimes, const Placement& placement, Span<const std::string> names) {
   Model m;
   m.steps = lifetimes.step_count();
   m.extents = timeline_extents(lifetimes, placement);
@@ -157,7 +157,7 @@ std::string storage_names(const Graph& graph, const Model& m, StorageId s, const
   return text.empty() ? "storage " + std::to_string(s) : text;
 }
 
-Op storage_op(const Graph& graph, const Lifetimes& lifetimes, StorageId s) {
+Op storage_op(const Graph& graph, const GraphProblem& lifetimes, StorageId s) {
   const TensorId first = lifetimes.storages[static_cast<std::size_t>(s)].first_tensor;
   return graph.contains(first) ? graph[first].op : Op::None;
 }
@@ -181,7 +181,7 @@ struct Row {
   Step at = -1;  // the step whose state the row shows; -1: before the first event
 };
 
-std::vector<Row> ascii_rows(const Graph& graph, const Lifetimes& lifetimes, const Model& m, AllocatorId allocator,
+std::vector<Row> ascii_rows(const Graph& graph, const GraphProblem& lifetimes, const Model& m, AllocatorId allocator,
                             TimelineRows kind) {
   std::vector<Row> rows;
   if (kind == TimelineRows::kNodes) {
@@ -207,7 +207,7 @@ std::vector<Row> ascii_rows(const Graph& graph, const Lifetimes& lifetimes, cons
   return rows;
 }
 
-void draw_allocator(std::string& out, const Graph& graph, const Lifetimes& lifetimes, const Model& m,
+void draw_allocator(std::string& out, const Graph& graph, const GraphProblem& lifetimes, const Model& m,
                     AllocatorId allocator, const TimelineOptions& options) {
   const Model::Allocator& view = m.allocators[static_cast<std::size_t>(allocator)];
   const std::size_t n_chunks = view.chunk_drawn.size();
@@ -317,7 +317,7 @@ void draw_allocator(std::string& out, const Graph& graph, const Lifetimes& lifet
 
 }  // namespace
 
-std::string draw_timeline(const Graph& graph, const Lifetimes& lifetimes, const Placement& placement,
+std::string draw_timeline(const Graph& graph, const GraphProblem& lifetimes, const Placement& placement,
                           Span<const std::string> buffer_names, const TimelineOptions& options) {
   if (placement.storage_address.size() != lifetimes.storages.size() ||
       placement.chunk_sizes.size() != lifetimes.allocators.size()) {
@@ -406,14 +406,14 @@ constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f", 
 constexpr std::size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 
 // The node that runs after step `t`'s event (its preparation contains t); -1: none.
-std::int64_t node_at_step(const Lifetimes& lifetimes, Step t) {
+std::int64_t node_at_step(const GraphProblem& lifetimes, Step t) {
   auto it = std::upper_bound(lifetimes.node_step.begin(), lifetimes.node_step.end(), t);
   if (it == lifetimes.node_step.end()) return -1;
   return it - lifetimes.node_step.begin();
 }
 
 // Nodes that run while [from, to) is live: node i runs after step node_step[i] - 1.
-std::string node_range(const Lifetimes& lifetimes, Step from, Step to) {
+std::string node_range(const GraphProblem& lifetimes, Step from, Step to) {
   // node_step never decreases: the nodes with from <= node_step - 1 < to are a range.
   const auto& steps = lifetimes.node_step;
   const auto first = std::lower_bound(steps.begin(), steps.end(), from + 1) - steps.begin();
@@ -425,7 +425,7 @@ std::string node_range(const Lifetimes& lifetimes, Step from, Step to) {
 
 struct HtmlContext {
   const Graph& graph;
-  const Lifetimes& lifetimes;
+  const GraphProblem& lifetimes;
   const Model& m;
   const HtmlTimelineOptions& options;
   std::map<Op, std::size_t> op_colour;  // palette index per op, by first appearance
@@ -617,7 +617,7 @@ void peak_table(std::string& out, const HtmlContext& ctx, AllocatorId allocator)
 
 }  // namespace
 
-std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes, const Placement& placement,
+std::string render_timeline_html(const Graph& graph, const GraphProblem& lifetimes, const Placement& placement,
                                  Span<const std::string> buffer_names, const HtmlTimelineOptions& options) {
   const bool consistent = placement.storage_address.size() == lifetimes.storages.size() &&
                           placement.chunk_sizes.size() == lifetimes.allocators.size();

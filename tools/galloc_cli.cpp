@@ -81,7 +81,7 @@ galloc::Result<Input> load(const std::string& path, double zoo_scale) {
 
 struct Outcome {
   std::string strategy;
-  galloc::Lifetimes lifetimes;
+  galloc::GraphProblem lifetimes;
   galloc::Placement placement;
   std::vector<std::string> buffer_names;  // per buffer id
   double seconds = 0;
@@ -149,7 +149,7 @@ galloc::Result<Outcome> run(const Input& input, galloc::Strategy strategy, doubl
                          : galloc::place(input.csv->problem, options);
     if (!placement) return placement.status();
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    outcome.lifetimes = galloc::Lifetimes{input.csv->problem};  // no tensors
+    outcome.lifetimes = galloc::GraphProblem{input.csv->problem};  // no tensors
     outcome.placement = std::move(placement).value();
     outcome.buffer_names = {"buffer"};
   }

@@ -21,7 +21,7 @@ namespace galloc {
 
 // The placement problem a graph poses, plus what only the graph side reads: which storage
 // object and buffer each tensor has, and when each node runs.
-struct Lifetimes : Problem {
+struct GraphProblem : Problem {
   std::vector<AllocatorId> buffer_allocator;  // per buffer id
   std::vector<StorageId> tensor_storage;      // per tensor; -1: view, existing memory, or unused
   std::vector<BufferId> tensor_buffer;        // per tensor; -1 where tensor_storage is -1
@@ -61,7 +61,7 @@ struct LifetimeOptions {
 // Upstream's lifetimes (no leaf deferred) from lifetimes analysed with defer_written_leafs,
 // without walking the graph again: every deferred leaf's allocation moves back to the leaf
 // phase and the steps after it shift. The same as analyze_lifetimes without the option.
-[[nodiscard]] Lifetimes upstream_lifetimes(const Lifetimes& deferred);
+[[nodiscard]] GraphProblem upstream_lifetimes(const GraphProblem& deferred);
 
 // Which buffer ids share an allocator: duplicates of the same buffer type share one.
 [[nodiscard]] std::vector<AllocatorId> allocators_of(Span<const BufferType* const> buffer_types);
@@ -69,8 +69,8 @@ struct LifetimeOptions {
 // Checks the graph and the ids, then walks it. buffer_types[i] describes buffer id i.
 // Storage objects are numbered by their first tensor, so the same graph gives the same
 // storage ids with and without deferred leafs.
-[[nodiscard]] Result<Lifetimes> analyze_lifetimes(const Graph& graph, Span<const BufferType* const> buffer_types,
-                                                  const BufferAssignment& assignment = {},
-                                                  const LifetimeOptions& options = {});
+[[nodiscard]] Result<GraphProblem> analyze_lifetimes(const Graph& graph, Span<const BufferType* const> buffer_types,
+                                                     const BufferAssignment& assignment = {},
+                                                     const LifetimeOptions& options = {});
 
 }  // namespace galloc

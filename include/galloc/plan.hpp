@@ -45,7 +45,7 @@ struct Plan {
   [[nodiscard]] Bytes total_lower_bound() const;
 };
 
-[[nodiscard]] Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types, const Lifetimes& lifetimes,
-                             const Placement& placement, std::string strategy);
+[[nodiscard]] Plan make_plan(const Graph& graph, Span<const BufferType* const> buffer_types,
+                             const GraphProblem& lifetimes, const Placement& placement, std::string strategy);
 
 }  // namespace galloc

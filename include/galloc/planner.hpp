@@ -11,7 +11,7 @@
 namespace galloc {
 
 struct PlanningResult {
-  Lifetimes lifetimes;  // the lifetimes the placement is valid for
+  GraphProblem lifetimes;  // the lifetimes the placement is valid for
   Placement placement;
   Plan plan;
 };

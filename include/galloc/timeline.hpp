@@ -35,7 +35,7 @@ struct TimelineExtent {
 
 // The extents of a placement, by storage id then from the head of the storage to its tail.
 // Storage objects without a valid chunk, and empty extents, are left out.
-[[nodiscard]] std::vector<TimelineExtent> timeline_extents(const Lifetimes& lifetimes, const Placement& placement);
+[[nodiscard]] std::vector<TimelineExtent> timeline_extents(const GraphProblem& lifetimes, const Placement& placement);
 
 // The buffer type names of a plan, per buffer id.
 [[nodiscard]] std::vector<std::string> buffer_names(const Plan& plan);
@@ -66,7 +66,7 @@ struct TimelineOptions {
 // placement has. A column shows the storage object that covers most of its bytes. The legend
 // lists the tensors of each storage object (in-place successors joined by '+'). At the end of
 // each row: the bytes live in the buffer, and "peak" on the first row with the most.
-[[nodiscard]] std::string draw_timeline(const Graph& graph, const Lifetimes& lifetimes, const Placement& placement,
+[[nodiscard]] std::string draw_timeline(const Graph& graph, const GraphProblem& lifetimes, const Placement& placement,
                                         Span<const std::string> buffer_names, const TimelineOptions& options = {});
 [[nodiscard]] std::string draw_timeline(const Graph& graph, const PlanningResult& result,
                                         const TimelineOptions& options = {});
@@ -93,7 +93,7 @@ struct HtmlTimelineOptions {
 //                       buffer's peak step
 //     table.peak-tensors  the largest storage objects live at the peak step (tr.peak-row)
 //   div#details         filled in by the script when the pointer is over a rect.storage
-[[nodiscard]] std::string render_timeline_html(const Graph& graph, const Lifetimes& lifetimes,
+[[nodiscard]] std::string render_timeline_html(const Graph& graph, const GraphProblem& lifetimes,
                                                const Placement& placement, Span<const std::string> buffer_names,
                                                const HtmlTimelineOptions& options = {});
 [[nodiscard]] std::string render_timeline_html(const Graph& graph, const PlanningResult& result,

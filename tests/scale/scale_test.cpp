@@ -113,7 +113,7 @@ Graph chunks_graph(std::size_t n) {
 
 // Free blocks between the live storage objects of `allocator` right after node `node`
 // (ggml's allocator merges neighbours, so this is its free-list length there, per chunk).
-std::size_t free_blocks_after(const Lifetimes& lifetimes, const Placement& placement, Step node) {
+std::size_t free_blocks_after(const GraphProblem& lifetimes, const Placement& placement, Step node) {
   const Step step = lifetimes.node_step[static_cast<std::size_t>(node)] + 1;
   std::map<ChunkId, std::vector<std::pair<Offset, Offset>>> live;
   for (std::size_t s = 0; s < lifetimes.storages.size(); ++s) {

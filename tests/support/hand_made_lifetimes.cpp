@@ -4,8 +4,8 @@
 
 namespace galloc::testing {
 
-Lifetimes make_lifetimes(const std::vector<TimedBuffer>& buffers, std::vector<AllocatorSpec> allocators) {
-  Lifetimes lifetimes;
+GraphProblem make_lifetimes(const std::vector<TimedBuffer>& buffers, std::vector<AllocatorSpec> allocators) {
+  GraphProblem lifetimes;
   lifetimes.allocators = std::move(allocators);
   for (std::size_t a = 0; a < lifetimes.allocators.size(); ++a) {
     lifetimes.buffer_allocator.push_back(static_cast<AllocatorId>(a));

@@ -1,4 +1,4 @@
-// Lifetimes written by hand for placement tests: storage objects as time intervals, without a
+// Graph problems written by hand for placement tests: storage objects as time intervals, without a
 // graph.
 #pragma once
 
@@ -17,7 +17,7 @@ struct TimedBuffer {
 
 // Events in time order, frees before allocations at equal times; one buffer id per
 // allocator. Each event is one step, so a buffer's `live` is in event steps.
-[[nodiscard]] Lifetimes make_lifetimes(const std::vector<TimedBuffer>& buffers,
-                                       std::vector<AllocatorSpec> allocators = {{}});
+[[nodiscard]] GraphProblem make_lifetimes(const std::vector<TimedBuffer>& buffers,
+                                          std::vector<AllocatorSpec> allocators = {{}});
 
 }  // namespace galloc::testing

@@ -20,7 +20,7 @@ const auto equal = [](const auto& x, const auto& y) { return x == y; };
 
 }  // namespace
 
-std::string lifetimes_difference(const Lifetimes& a, const Lifetimes& b) {
+std::string lifetimes_difference(const GraphProblem& a, const GraphProblem& b) {
   const auto same_event = [](const LifetimeEvent& x, const LifetimeEvent& y) {
     return x.kind == y.kind && x.storage == y.storage && x.begin == y.begin && x.size == y.size;
   };

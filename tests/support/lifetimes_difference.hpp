@@ -1,4 +1,4 @@
-// The first difference between two Lifetimes, for tests that expect two analyses to agree.
+// The first difference between two GraphProblems, for tests that expect two analyses to agree.
 #pragma once
 
 #include <string>
@@ -8,6 +8,6 @@
 namespace galloc::testing {
 
 // Empty when every field agrees; otherwise names the first field and index that differs.
-[[nodiscard]] std::string lifetimes_difference(const Lifetimes& a, const Lifetimes& b);
+[[nodiscard]] std::string lifetimes_difference(const GraphProblem& a, const GraphProblem& b);
 
 }  // namespace galloc::testing

@@ -95,7 +95,7 @@ const std::vector<Buffer> kGreedyLoses = {
 };
 
 TEST(ExactSearch, BeatsGreedyBySizeAndReachesTheLowerBound) {
-  const Lifetimes lifetimes = make_lifetimes(kGreedyLoses);
+  const GraphProblem lifetimes = make_lifetimes(kGreedyLoses);
   const Placement greedy = place_greedy(lifetimes);
   EXPECT_EQ(size_of(greedy), 10u);
   EXPECT_EQ(live_lower_bound(lifetimes).front(), 9u);
@@ -133,7 +133,7 @@ const std::vector<Buffer> kNineIsNotEnough = {
 };
 
 TEST(ExactSearch, ProvesACapacityInfeasible) {
-  const Lifetimes lifetimes = make_lifetimes(kNineIsNotEnough);
+  const GraphProblem lifetimes = make_lifetimes(kNineIsNotEnough);
   ASSERT_EQ(live_lower_bound(lifetimes).front(), 9u);
   ASSERT_EQ(brute_force_optimum(kNineIsNotEnough), 10u);
   const Placement greedy = place_greedy(lifetimes);
@@ -154,7 +154,7 @@ TEST(ExactSearch, ProvesACapacityInfeasible) {
 }
 
 TEST(ExactSearch, BelowTheLowerBoundIsInfeasibleAtOnce) {
-  const Lifetimes lifetimes = make_lifetimes(kGreedyLoses);
+  const GraphProblem lifetimes = make_lifetimes(kGreedyLoses);
   auto result = place_exact(lifetimes, place_greedy(lifetimes), with_capacity(8, 0));
   ASSERT_FALSE(result.is_ok());
   EXPECT_EQ(result.status().code(), ErrorCode::kInfeasible);
@@ -165,7 +165,7 @@ TEST(ExactSearch, AStartAtTheLowerBoundIsReturnedAsItIs) {
   //   time    0 1 2 3
   //     1     A A B B
   //     0     A A B B
-  const Lifetimes lifetimes = make_lifetimes({{0, 2, 2}, {2, 4, 2}});
+  const GraphProblem lifetimes = make_lifetimes({{0, 2, 2}, {2, 4, 2}});
   const Placement greedy = place_greedy(lifetimes);
   auto exact = place_exact(lifetimes, greedy, with_time(5));
   ASSERT_TRUE(exact.is_ok());
@@ -174,7 +174,7 @@ TEST(ExactSearch, AStartAtTheLowerBoundIsReturnedAsItIs) {
 }
 
 TEST(ExactSearch, AStartThatFitsTheCapacityIsKept) {
-  const Lifetimes lifetimes = make_lifetimes(kGreedyLoses);
+  const GraphProblem lifetimes = make_lifetimes(kGreedyLoses);
   const Placement greedy = place_greedy(lifetimes);
   auto exact = place_exact(lifetimes, greedy, with_capacity(10));
   ASSERT_TRUE(exact.is_ok());
@@ -182,7 +182,7 @@ TEST(ExactSearch, AStartThatFitsTheCapacityIsKept) {
 }
 
 TEST(ExactSearch, EmptyProblems) {
-  const Lifetimes lifetimes = make_lifetimes({});
+  const GraphProblem lifetimes = make_lifetimes({});
   const Placement greedy = place_greedy(lifetimes);
   auto exact = place_exact(lifetimes, greedy, with_time(1));
   ASSERT_TRUE(exact.is_ok());
@@ -192,7 +192,7 @@ TEST(ExactSearch, EmptyProblems) {
 }
 
 TEST(ExactSearch, RejectsAStartOfTheWrongShape) {
-  const Lifetimes lifetimes = make_lifetimes(kGreedyLoses);
+  const GraphProblem lifetimes = make_lifetimes(kGreedyLoses);
   auto result = place_exact(lifetimes, Placement{}, with_time(1));
   ASSERT_FALSE(result.is_ok());
   EXPECT_EQ(result.status().code(), ErrorCode::kInvalidArgument);
@@ -202,7 +202,7 @@ TEST(ExactSearch, RejectsAStartOfTheWrongShape) {
 TEST(ExactSearch, KeepsTheAlignment) {
   std::vector<Buffer> buffers = kGreedyLoses;
   for (Buffer& b : buffers) b.size *= 64;
-  const Lifetimes lifetimes = make_lifetimes(buffers, {{64, kUnlimited}});
+  const GraphProblem lifetimes = make_lifetimes(buffers, {{64, kUnlimited}});
   auto exact = place_exact(lifetimes, place_greedy(lifetimes), with_time(5));
   ASSERT_TRUE(exact.is_ok());
   EXPECT_EQ(size_of(*exact), 9u * 64);
@@ -217,7 +217,7 @@ TEST(ExactSearch, SearchesEveryAllocator) {
     b.allocator = 1;
     buffers.push_back(b);
   }
-  const Lifetimes lifetimes = make_lifetimes(buffers, {{}, {}});
+  const GraphProblem lifetimes = make_lifetimes(buffers, {{}, {}});
   auto exact = place_exact(lifetimes, place_greedy(lifetimes), with_time(5));
   ASSERT_TRUE(exact.is_ok());
   EXPECT_EQ(size_of(*exact, 0), 9u);
@@ -232,7 +232,7 @@ TEST(ExactSearch, SearchesEveryAllocator) {
 
 // With a max chunk size, the search packs one chunk of at most that size.
 TEST(ExactSearch, StaysWithinTheMaxChunkSize) {
-  const Lifetimes limited = make_lifetimes(kGreedyLoses, {{1, 9}});
+  const GraphProblem limited = make_lifetimes(kGreedyLoses, {{1, 9}});
   const Placement greedy = place_greedy(limited);
   ASSERT_GT(greedy.chunk_sizes.front().size(), 1u);  // greedy needs a second chunk
   auto exact = place_exact(limited, greedy, with_time(5));
@@ -241,7 +241,7 @@ TEST(ExactSearch, StaysWithinTheMaxChunkSize) {
   expect_valid(limited, *exact);
 
   // Below the lower bound no chunk of 8 holds the problem: the start stays.
-  const Lifetimes tight = make_lifetimes(kGreedyLoses, {{1, 8}});
+  const GraphProblem tight = make_lifetimes(kGreedyLoses, {{1, 8}});
   const Placement tight_start = place_greedy(tight);
   auto kept = place_exact(tight, tight_start, with_time(5));
   ASSERT_TRUE(kept.is_ok());
@@ -253,7 +253,7 @@ TEST(ExactSearch, StaysWithinTheMaxChunkSize) {
 TEST(ExactSearch, ZeroSizesAndTailFrees) {
   std::vector<Buffer> buffers = kGreedyLoses;
   buffers.push_back({0, 6, 0});
-  Lifetimes lifetimes = make_lifetimes(buffers);
+  GraphProblem lifetimes = make_lifetimes(buffers);
   lifetimes.storages[3].tail_frees.push_back({lifetimes.storages[3].live.lower + 1, 2});
   auto exact = place_exact(lifetimes, place_greedy(lifetimes), with_time(5));
   ASSERT_TRUE(exact.is_ok());
@@ -269,7 +269,7 @@ TEST(ExactSearch, IdenticalBuffers) {
   //     1     A A C C
   //     0     A A C C          and E, F, a second copy of each pair, on top
   std::vector<Buffer> buffers = {{0, 2, 2}, {0, 2, 2}, {2, 4, 2}, {2, 4, 2}, {0, 2, 2}, {2, 4, 2}, {1, 3, 1}};
-  const Lifetimes lifetimes = make_lifetimes(buffers);
+  const GraphProblem lifetimes = make_lifetimes(buffers);
   const Bytes optimum = brute_force_optimum(buffers);
   auto exact = place_exact(lifetimes, place_greedy(lifetimes), with_time(5));
   ASSERT_TRUE(exact.is_ok());
@@ -343,7 +343,7 @@ Placement stacked(const Problem& lifetimes) {
 // size is the true optimum, it fits a capacity of exactly the optimum, and one byte less is
 // proved infeasible.
 void expect_optimum(const std::vector<Buffer>& buffers, const std::string& name) {
-  const Lifetimes lifetimes = make_lifetimes(buffers);
+  const GraphProblem lifetimes = make_lifetimes(buffers);
   const Bytes optimum = brute_force_optimum(buffers);
   const Placement start = stacked(lifetimes);
   auto exact = place_exact(lifetimes, start, with_time(5));
@@ -369,7 +369,7 @@ TEST(ExactSearch, FindsTheOptimumOfRandomProblems) {
   for (int trial = 0; trial < 300; ++trial) {
     const std::vector<Buffer> buffers = random_buffers(rng);
     expect_optimum(buffers, "trial " + std::to_string(trial));
-    const Lifetimes lifetimes = make_lifetimes(buffers);
+    const GraphProblem lifetimes = make_lifetimes(buffers);
     beat_greedy += size_of(place_greedy(lifetimes)) > brute_force_optimum(buffers) ? 1 : 0;
   }
   EXPECT_GT(beat_greedy, 2);  // the problems are not all easy
@@ -386,7 +386,7 @@ TEST(ExactSearch, FindsTheOptimumAboveTheLowerBound) {
       {{6, 10, 5}, {5, 7, 3}, {2, 7, 2}, {2, 6, 3}, {1, 2, 5}, {7, 11, 5}, {1, 4, 4}},
   };
   for (std::size_t k = 0; k < problems.size(); ++k) {
-    const Lifetimes lifetimes = make_lifetimes(problems[k]);
+    const GraphProblem lifetimes = make_lifetimes(problems[k]);
     EXPECT_GT(brute_force_optimum(problems[k]), live_lower_bound(lifetimes).front()) << "problem " << k;
     expect_optimum(problems[k], "problem " + std::to_string(k));
   }
@@ -397,7 +397,7 @@ TEST(ExactSearch, RebuildsPerfectPackings) {
   int beat_greedy = 0;
   for (int trial = 0; trial < 20; ++trial) {
     const std::vector<Buffer> buffers = perfect_packing(rng, 30, 40, 1000);
-    const Lifetimes lifetimes = make_lifetimes(buffers);
+    const GraphProblem lifetimes = make_lifetimes(buffers);
     ASSERT_EQ(live_lower_bound(lifetimes).front(), 1000u);
     const Placement greedy = place_greedy(lifetimes);
     auto exact = place_exact(lifetimes, greedy, with_capacity(1000, 10));
@@ -413,7 +413,7 @@ TEST(ExactSearch, RebuildsPerfectPackings) {
 TEST(ExactSearch, ATinyTimeLimitStillGivesAValidPlacement) {
   std::mt19937 rng(5);
   const std::vector<Buffer> buffers = perfect_packing(rng, 300, 200, 100000);
-  const Lifetimes lifetimes = make_lifetimes(buffers);
+  const GraphProblem lifetimes = make_lifetimes(buffers);
   const Placement greedy = place_greedy(lifetimes);
   for (double seconds : {0.0, 1e-6, 1e-3, 0.05}) {
     auto exact = place_exact(lifetimes, greedy, with_time(seconds));
@@ -430,7 +430,7 @@ TEST(ExactSearch, ATinyTimeLimitStillGivesAValidPlacement) {
 TEST(ExactSearch, ReportsProgress) {
   std::mt19937 rng(3);
   const std::vector<Buffer> buffers = perfect_packing(rng, 60, 80, 5000);
-  const Lifetimes lifetimes = make_lifetimes(buffers);
+  const GraphProblem lifetimes = make_lifetimes(buffers);
   const Placement greedy = place_greedy(lifetimes);
   ASSERT_GT(size_of(greedy), 5000u);
   std::vector<SearchProgress> reports;

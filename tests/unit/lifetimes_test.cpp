@@ -26,12 +26,12 @@ class LifetimesTest : public ::testing::Test {
   TensorId node(const char* name, Op op, std::int64_t n, std::initializer_list<TensorId> src) {
     return g_.add_node(g_.new_op(name, op, DataType::F32, {n}, src));
   }
-  Lifetimes analyze() {
+  GraphProblem analyze() {
     auto result = analyze_lifetimes(g_, types_);
     EXPECT_TRUE(result.is_ok()) << result.status().to_string();
     return std::move(result).value();
   }
-  StorageId storage_of(const Lifetimes& l, TensorId t) { return l.tensor_storage[static_cast<std::size_t>(t)]; }
+  StorageId storage_of(const GraphProblem& l, TensorId t) { return l.tensor_storage[static_cast<std::size_t>(t)]; }
 };
 
 //   x ──scale──> a ──add(b)──> out      a takes x's memory, out takes a's
@@ -41,7 +41,7 @@ TEST_F(LifetimesTest, InplaceChainSharesOneStorage) {
   const TensorId a = node("a", Op::Scale, 16, {x});
   const TensorId out = node("out", Op::Add, 16, {a, b});
   g_[out].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_EQ(storage_of(l, x), storage_of(l, a));
   EXPECT_EQ(storage_of(l, a), storage_of(l, out));
   EXPECT_NE(storage_of(l, b), storage_of(l, out));
@@ -57,13 +57,13 @@ TEST_F(LifetimesTest, TheGraphsInplaceOpsDecide) {
   const TensorId a = node("a", Op::Scale, 16, {x});
   const TensorId out = node("out", Op::Clamp, 16, {a});
   g_[out].flags |= kFlagOutput;
-  const Lifetimes by_default = analyze();
+  const GraphProblem by_default = analyze();
   EXPECT_EQ(storage_of(by_default, x), storage_of(by_default, a));
   EXPECT_NE(storage_of(by_default, a), storage_of(by_default, out));
 
   g_.inplace_ops.reset(static_cast<std::size_t>(Op::Scale));
   g_.inplace_ops.set(static_cast<std::size_t>(Op::Clamp));
-  const Lifetimes changed = analyze();
+  const GraphProblem changed = analyze();
   EXPECT_NE(storage_of(changed, x), storage_of(changed, a));
   EXPECT_EQ(storage_of(changed, a), storage_of(changed, out));
 }
@@ -82,11 +82,11 @@ TEST_F(LifetimesTest, NodeGroupsFreeAtTheirEndAndShareNoSourceInPlace) {
   const TensorId d = node("d", Op::Scale, 16, {c});
   g_[b].flags |= kFlagOutput;
   g_[d].flags |= kFlagOutput;
-  const Lifetimes alone = analyze();
+  const GraphProblem alone = analyze();
   EXPECT_EQ(storage_of(alone, x), storage_of(alone, c));  // c is x's last reader: in place
 
   g_.node_groups = {0, 0, 1, 1};
-  const Lifetimes grouped = analyze();
+  const GraphProblem grouped = analyze();
   // a still reads x while c runs: c gets memory of its own, and x lives to the group's end
   EXPECT_NE(storage_of(grouped, x), storage_of(grouped, c));
   EXPECT_NE(storage_of(grouped, x), storage_of(grouped, a));
@@ -133,11 +133,11 @@ TEST_F(LifetimesTest, InplaceThroughAViewWhenTheGraphAllows) {
   const TensorId r = g_.add_node(g_.new_view("r", Op::Reshape, a, 0, {4, 4}));
   const TensorId out = g_.add_node(g_.new_op("out", Op::Scale, DataType::F32, {4, 4}, {r}));
   g_[out].flags |= kFlagOutput;
-  const Lifetimes late = analyze();
+  const GraphProblem late = analyze();
   EXPECT_NE(storage_of(late, a), storage_of(late, out));
 
   g_.inplace_through_views = true;
-  const Lifetimes old = analyze();
+  const GraphProblem old = analyze();
   EXPECT_EQ(storage_of(old, a), storage_of(old, out));
   EXPECT_LT(live_lower_bound(old)[0], live_lower_bound(late)[0]);
 
@@ -147,7 +147,7 @@ TEST_F(LifetimesTest, InplaceThroughAViewWhenTheGraphAllows) {
   g_[r].nb = contiguous_strides(DataType::F32, g_[r].ne);
   g_[out].ne = g_[r].ne;
   g_[out].nb = g_[r].nb;
-  const Lifetimes offset = analyze();
+  const GraphProblem offset = analyze();
   EXPECT_NE(storage_of(offset, a), storage_of(offset, out));
 }
 
@@ -160,7 +160,7 @@ TEST_F(LifetimesTest, NoInplaceForSharedOutputOrOtherLayout) {
   const TensorId d = node("d", Op::Scale, 16, {c});  // c is an output
   const TensorId e = node("e", Op::Scale, 8, {d});   // other shape
   g_[e].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_NE(storage_of(l, a), storage_of(l, x));
   EXPECT_EQ(storage_of(l, c), storage_of(l, a));
   EXPECT_NE(storage_of(l, d), storage_of(l, c));
@@ -172,7 +172,7 @@ TEST_F(LifetimesTest, MulMatIsNotInplace) {
   const TensorId x = input("x", 16);
   const TensorId y = node("y", Op::MulMat, 16, {x, x});
   g_[y].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_NE(storage_of(l, x), storage_of(l, y));
 }
 
@@ -184,7 +184,7 @@ TEST_F(LifetimesTest, ViewsKeepTheirSourceAlive) {
   const TensorId u = node("u", Op::Cont, 8, {x});     // after v, before v's user
   const TensorId w = node("w", Op::Cont, 8, {v, u});  // last user of v: frees a after w
   g_[w].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_EQ(storage_of(l, v), -1) << "views are not storage objects";
   const StorageObject& sa = l.storages[static_cast<std::size_t>(storage_of(l, a))];
   const StorageObject& sw = l.storages[static_cast<std::size_t>(storage_of(l, w))];
@@ -199,7 +199,7 @@ TEST_F(LifetimesTest, NoneOpViewDoesNotHoldItsSource) {
   g_.add_node(g_.new_view("dep", Op::None, a, 0, {16}));  // dependency only: src a counts a child
   const TensorId b = node("b", Op::Cont, 16, {x});
   g_[b].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   const StorageObject& sa = l.storages[static_cast<std::size_t>(storage_of(l, a))];
   // a is freed when its only child (the NONE view) is processed, before b is allocated.
   const StorageObject& sb = l.storages[static_cast<std::size_t>(storage_of(l, b))];
@@ -215,7 +215,7 @@ TEST_F(LifetimesTest, OutputsLiveToTheEndAndExistingMemoryIsSkipped) {
   g_[y].flags |= kFlagOutput;
   const TensorId z = node("z", Op::Cont, 16, {x});
   g_[z].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_EQ(storage_of(l, w), -1);
   EXPECT_EQ(l.storages[static_cast<std::size_t>(storage_of(l, y))].live.upper, l.step_count());
   EXPECT_EQ(l.storages[static_cast<std::size_t>(storage_of(l, z))].live.upper, l.step_count());
@@ -229,7 +229,7 @@ TEST_F(LifetimesTest, InputsAreAllocatedFirst) {
   g_[late].flags |= kFlagInput;
   const TensorId b = node("b", Op::Add, 16, {a, late});
   g_[b].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_LT(l.storages[static_cast<std::size_t>(storage_of(l, late))].live.lower,
             l.storages[static_cast<std::size_t>(storage_of(l, a))].live.lower);
 }
@@ -247,7 +247,7 @@ TEST_F(LifetimesTest, InputNodeTakesALeafWhileChildrenAreCounted) {
   const TensorId b = node("b", Op::Scale, 16, {leaf});
   g_[b].flags |= kFlagInput | kFlagOutput;
   g_[a].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   ASSERT_EQ(l.storages.size(), 3u) << "leaf twice, a once";
   EXPECT_EQ(l.storages[0].first_tensor, leaf);
   EXPECT_EQ(l.storages[1].first_tensor, leaf);
@@ -271,7 +271,7 @@ TEST_F(LifetimesTest, ReadTensorsAndTheirAllocSizes) {
   const TensorId v = g_.add_node(g_.new_view("v", Op::View, a, 0, {8}));
   const TensorId out = node("out", Op::Cont, 8, {v, w});
   g_[out].flags |= kFlagOutput;
-  const Lifetimes l = analyze();
+  const GraphProblem l = analyze();
   EXPECT_EQ(l.read_order, (std::vector<TensorId>{x, w, unlisted_source, a, v, out}));
   EXPECT_EQ(std::count(l.read_order.begin(), l.read_order.end(), unused), 0);
   ASSERT_EQ(l.tensor_size.size(), g_.tensors.size());
@@ -305,7 +305,7 @@ TEST(UpstreamLifetimes, EqualToAWalkWithoutDeferring) {
     auto upstream = analyze_lifetimes(graph, per_id, assignment);
     ASSERT_TRUE(deferred.is_ok() && upstream.is_ok()) << name;
     if (!deferred->deferred_leafs.empty()) graphs_with_deferred_leafs += 1;
-    const Lifetimes derived = upstream_lifetimes(*deferred);
+    const GraphProblem derived = upstream_lifetimes(*deferred);
     EXPECT_TRUE(derived.deferred_leafs.empty()) << name;
     EXPECT_EQ(testing::lifetimes_difference(derived, *upstream), "") << name;
   };

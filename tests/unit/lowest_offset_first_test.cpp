@@ -44,7 +44,7 @@ void expect_valid(const Problem& lifetimes, const Placement& placement, const st
 //     3     . D D D . .
 //     0-2   . D D D . .
 TEST(LowestOffsetFirst, ReachesTheLowerBoundWhereGreedyBySizeDoesNot) {
-  const Lifetimes lifetimes = make_lifetimes({
+  const GraphProblem lifetimes = make_lifetimes({
       {4, 7, 2},  // A
       {4, 7, 3},  // B
       {1, 3, 4},  // C
@@ -65,7 +65,7 @@ TEST(LowestOffsetFirst, ReachesTheLowerBoundWhereGreedyBySizeDoesNot) {
 //
 // As rectangles they would need 12 bytes; the most live at once is 8.
 TEST(LowestOffsetFirst, PlacesLaterObjectsIntoFreedTails) {
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   lifetimes.allocators = {AllocatorSpec{}};
   lifetimes.buffer_allocator = {0};
   lifetimes.storages.resize(2);
@@ -95,7 +95,7 @@ TEST(LowestOffsetFirst, PlacesLaterObjectsIntoFreedTails) {
 //   chunk   Big Big S S
 //   chunk   T T T T        160 bytes in all, the most live at once
 TEST(LowestOffsetFirst, OnlyAnOversizedObjectsChunkPassesTheMaxSize) {
-  const Lifetimes lifetimes = make_lifetimes(
+  const GraphProblem lifetimes = make_lifetimes(
       {
           {0, 2, 96},  // Big
           {2, 4, 64},  // S
@@ -114,7 +114,7 @@ TEST(LowestOffsetFirst, OnlyAnOversizedObjectsChunkPassesTheMaxSize) {
 
   // Two objects live with Big that fit no chunk of the max size together go to two chunks,
   // not to one as large as Big.
-  const Lifetimes crowded = make_lifetimes({{0, 2, 96}, {0, 2, 48}, {0, 2, 48}}, {{16, 64}});
+  const GraphProblem crowded = make_lifetimes({{0, 2, 96}, {0, 2, 48}, {0, 2, 48}}, {{16, 64}});
   const Placement split = place_lowest_offset_first(crowded);
   expect_valid(crowded, split);
   EXPECT_EQ(split.chunk_sizes[0], (std::vector<Bytes>{96, 48, 48}));
@@ -123,7 +123,7 @@ TEST(LowestOffsetFirst, OnlyAnOversizedObjectsChunkPassesTheMaxSize) {
 // Empty storages and storages live at no step sit at offset 0 of the first chunk, which holds
 // them; an allocator with nothing to place has no chunks.
 TEST(LowestOffsetFirst, EmptyAndLooseStoragesAndEmptyAllocators) {
-  Lifetimes lifetimes = make_lifetimes({{0, 2, 8}, {1, 3, 0}});
+  GraphProblem lifetimes = make_lifetimes({{0, 2, 8}, {1, 3, 0}});
   lifetimes.allocators.push_back({});
   lifetimes.buffer_allocator.push_back(1);
   StorageObject never_live;
@@ -140,7 +140,7 @@ TEST(LowestOffsetFirst, EmptyAndLooseStoragesAndEmptyAllocators) {
   EXPECT_EQ(placement.chunk_sizes[0], (std::vector<Bytes>{24}));
   EXPECT_TRUE(placement.chunk_sizes[1].empty());
 
-  const Placement nothing = place_lowest_offset_first(Lifetimes{});
+  const Placement nothing = place_lowest_offset_first(GraphProblem{});
   EXPECT_TRUE(nothing.storage_address.empty());
   EXPECT_TRUE(nothing.chunk_sizes.empty());
 }
@@ -234,7 +234,7 @@ TEST(LowestOffsetFirst, ScanningAndTheLazyHeapPlaceAlike) {
 // (terabyte objects at alignment 1) the lazy heap places them, at the bound as before.
 TEST(LowestOffsetFirst, OffsetsPastTheScanningKeysStillReachTheBound) {
   constexpr Bytes kTiB = Bytes{1} << 40;
-  const Lifetimes lifetimes =
+  const GraphProblem lifetimes =
       make_lifetimes({{4, 7, 2 * kTiB}, {4, 7, 3 * kTiB}, {1, 3, 4 * kTiB}, {2, 5, 4 * kTiB}}, {{1, kUnlimited}});
   ASSERT_EQ(live_lower_bound(lifetimes)[0], 9 * kTiB);
   const Placement placement = place_lowest_offset_first(lifetimes);

@@ -1,4 +1,4 @@
-// MiniMalloc's CSV format: parsing into Lifetimes, errors that name the line and the field,
+// MiniMalloc's CSV format: parsing into GraphProblem, errors that name the line and the field,
 // round trips, and inputs that must never crash.
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ std::string write(const CsvProblem& problem, const Placement* placement) {
   return output.str();
 }
 
-// The Lifetimes invariants every strategy relies on.
+// The GraphProblem invariants every strategy relies on.
 void expect_consistent(const Problem& lifetimes) {
   ASSERT_EQ(lifetimes.allocators.size(), 1u);
   ASSERT_EQ(lifetimes.events.size(), 2 * lifetimes.storages.size());

@@ -41,7 +41,7 @@ Chain make_chain(bool d_reads_a) {
 
 // The placement `plan` gives the storage objects of `lifetimes` (each at the slot of its first
 // tensor): what alloc would do if it trusted a plan made for another graph.
-Placement placement_from_plan(const Lifetimes& lifetimes, const Plan& plan) {
+Placement placement_from_plan(const GraphProblem& lifetimes, const Plan& plan) {
   Placement p;
   for (const StorageObject& s : lifetimes.storages) {
     const TensorPlacement& slot = plan.tensors[static_cast<std::size_t>(s.first_tensor)];

@@ -49,7 +49,7 @@ class Problem {
   Placement& placement() { return placement_; }
 
  private:
-  Lifetimes lifetimes_;
+  GraphProblem lifetimes_;
   Placement placement_;
 };
 

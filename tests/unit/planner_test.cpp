@@ -37,7 +37,7 @@ TEST_F(CopyIntoFreshLeaf, DeferredLeafStartsAtItsFirstWrite) {
   auto upstream = analyze_lifetimes(g, types);
   auto deferred = analyze_lifetimes(g, types, {}, {.defer_written_leafs = true});
   ASSERT_TRUE(upstream.is_ok() && deferred.is_ok());
-  auto start = [&](const Lifetimes& l, const char* name) {
+  auto start = [&](const GraphProblem& l, const char* name) {
     const auto t = static_cast<std::size_t>(*g.find(name));
     return l.storages[static_cast<std::size_t>(l.tensor_storage[t])].live.lower;
   };

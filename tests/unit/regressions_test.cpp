@@ -118,7 +118,7 @@ TEST(Regressions, ViewOfATensorNothingAllocatesIsRejectedOrGetsMemory) {
 // build uses. Fixed in src/plan.cpp (the loop names the pair's members instead of binding
 // them); this keeps the overlap report (the lambda) exercised.
 TEST(Regressions, ValidatorReportsOverlapsWithChunkAndAllocator) {
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   lifetimes.allocators.push_back({1, kUnlimited});
   lifetimes.buffer_allocator = {0};
   lifetimes.storages.push_back({0, 16, {0, 2}, {}, 0});

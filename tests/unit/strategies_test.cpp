@@ -112,15 +112,15 @@ Placement obvious_greedy(const Problem& lifetimes, const GreedyOptions& options)
   return placement;
 }
 
-// Lifetimes without a graph: up to three allocators, some with a small max size; objects of
+// GraphProblem without a graph: up to three allocators, some with a small max size; objects of
 // a few sizes (ties, exact fits, zero bytes, above the max size), short-lived ones among
 // long-lived ones and ones live to the end.
-Lifetimes random_lifetimes(std::uint64_t seed) {
+GraphProblem random_lifetimes(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
   };
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   const auto n_allocators = uniform(1, 3);
   for (std::int64_t a = 0; a < n_allocators; ++a) {
     const Bytes max_sizes[] = {kUnlimited, kUnlimited, 96, 160, 512};
@@ -183,7 +183,7 @@ TEST(BestStrategy, NeverWorseThanGgmlPerBuffer) {
 
 TEST(GreedyStrategy, PlacesEveryObjectWhereTheObviousAlgorithmDoes) {
   for (std::uint64_t seed = 0; seed < 400; ++seed) {
-    Lifetimes lifetimes = random_lifetimes(seed);
+    GraphProblem lifetimes = random_lifetimes(seed);
     // Hand-made lifetimes need not have an event per step: intervals past the events.
     if (seed % 4 == 3) lifetimes.events.clear();
     for (const GreedyOptions& options : kGreedyVariants) {
@@ -221,7 +221,7 @@ TEST(GreedyStrategy, PlacesEveryObjectWhereTheObviousAlgorithmDoes) {
 //   Z  0           ###########     Z at 48, inside the gap once D is dead
 //   E 64               #######     E would fit [32, 96) but for Z: [128, 192)
 TEST(GreedyStrategy, AZeroSizeObjectSplitsAGap) {
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   lifetimes.allocators.push_back({1, kUnlimited});
   lifetimes.events.resize(10);
   for (const auto& [size, lower, upper] :
@@ -264,7 +264,7 @@ TEST(BestStrategy, NeverWorseThanAnyGreedyVariantPerBuffer) {
 }
 
 TEST(BestStrategy, CannotBeBeatenOnlyAtTheLowerBoundInTheFewestChunks) {
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   lifetimes.allocators = {{1, kUnlimited}, {1, 100}};
   const std::vector<Bytes> lower{64, 250};
   auto placement = [](std::vector<Bytes> first, std::vector<Bytes> second) {
@@ -294,7 +294,7 @@ TEST(BestStrategy, TriesEveryHeuristicOnce) {
   std::sort(heuristics.begin(), heuristics.end());
   for (const std::size_t n : {std::size_t{1}, detail::kLowestOffsetFirstUpTo, detail::kLowestOffsetFirstUpTo + 1,
                               detail::kGreedyFirstUpTo, detail::kGreedyFirstUpTo + 1}) {
-    Lifetimes problem;
+    GraphProblem problem;
     problem.storages.resize(n);
     const Span<const Strategy> order = detail::best_order(problem);
     std::vector<Strategy> tried(order.begin(), order.end());

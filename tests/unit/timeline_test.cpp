@@ -146,7 +146,7 @@ TEST(Timeline, SharedBuffersAndChunks) {
 // A storage object whose tail dies first is two extents.
 struct TimelineTail : ::testing::Test {
   Graph g;
-  Lifetimes lifetimes;
+  GraphProblem lifetimes;
   Placement placement;
 
   void SetUp() override {

@@ -387,7 +387,7 @@ Totals totals_of(const std::string& name) {
   const Graph graph = build_or_fail(name);
   NullBufferType type(32);
   const std::vector<const BufferType*> types{&type};
-  Result<Lifetimes> lifetimes = analyze_lifetimes(graph, types);
+  Result<GraphProblem> lifetimes = analyze_lifetimes(graph, types);
   EXPECT_TRUE(lifetimes.is_ok()) << lifetimes.status().to_string();
   if (!lifetimes.is_ok()) return {};
   Totals totals;
