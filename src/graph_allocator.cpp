@@ -479,7 +479,14 @@ Status GraphAllocator::State::check_allocation() const {
   return Status::ok();
 }
 
-// The public functions: each forwards to the state.
+// The public functions: each forwards to the state. A moved-from allocator has none: it
+// reports that instead of crashing, and holds nothing.
+
+namespace {
+
+Status moved_from() { return failed_precondition("this GraphAllocator was moved from; use the one it was moved to"); }
+
+}  // namespace
 
 GraphAllocator::GraphAllocator(std::vector<const BufferType*> buffer_types, GraphAllocatorOptions options)
     : state_(std::make_unique<State>(std::move(buffer_types), options)) {}
@@ -489,34 +496,51 @@ GraphAllocator::GraphAllocator(GraphAllocator&&) noexcept = default;
 GraphAllocator& GraphAllocator::operator=(GraphAllocator&&) noexcept = default;
 
 Status GraphAllocator::reserve(const Graph& graph, const BufferAssignment& assignment) {
+  if (!state_) return moved_from();
   return state_->reserve_keeping(graph, assignment, nullptr);
 }
 
 Result<std::vector<Bytes>> GraphAllocator::measure(const Graph& graph, const BufferAssignment& assignment) const {
+  if (!state_) return moved_from();
   return state_->measure(graph, assignment);
 }
 
-Status GraphAllocator::alloc(Graph& graph) { return state_->alloc(graph); }
+Status GraphAllocator::alloc(Graph& graph) { return state_ ? state_->alloc(graph) : moved_from(); }
 
-Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) { return state_->alloc(graph, sink); }
+Status GraphAllocator::alloc(Graph& graph, AllocSink& sink) {
+  return state_ ? state_->alloc(graph, sink) : moved_from();
+}
 
-void GraphAllocator::reset_buffers() { state_->reset_buffers(); }
+void GraphAllocator::reset_buffers() {
+  if (state_) state_->reset_buffers();
+}
 
-bool GraphAllocator::needs_reserve(const Graph& graph) const { return state_->needs_reserve_reading(graph, nullptr); }
+bool GraphAllocator::needs_reserve(const Graph& graph) const {
+  return !state_ || state_->needs_reserve_reading(graph, nullptr);
+}
 
-Result<Bytes> GraphAllocator::buffer_size(BufferId id) const { return state_->buffer_size(id); }
+Result<Bytes> GraphAllocator::buffer_size(BufferId id) const {
+  if (!state_) return moved_from();
+  return state_->buffer_size(id);
+}
 
-int GraphAllocator::buffer_count() const { return static_cast<int>(state_->types_.size()); }
+int GraphAllocator::buffer_count() const { return state_ ? static_cast<int>(state_->types_.size()) : 0; }
 
-const std::optional<Plan>& GraphAllocator::plan() const { return state_->plan_; }
+const std::optional<Plan>& GraphAllocator::plan() const {
+  static const std::optional<Plan> kNoPlan;
+  return state_ ? state_->plan_ : kNoPlan;
+}
 
-std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const { return state_->chunks(id); }
+std::vector<Buffer*> GraphAllocator::chunks(BufferId id) const {
+  return state_ ? state_->chunks(id) : std::vector<Buffer*>{};
+}
 
 Status GraphAllocator::join(BufferId id, std::shared_ptr<SharedArena> arena, std::string who) {
+  if (!state_) return moved_from();
   if (who.empty()) who = "graph allocator " + std::to_string(reinterpret_cast<std::uintptr_t>(this));
   return state_->join(id, std::move(arena), std::move(who));
 }
 
-Status GraphAllocator::check_allocation() const { return state_->check_allocation(); }
+Status GraphAllocator::check_allocation() const { return state_ ? state_->check_allocation() : moved_from(); }
 
 }  // namespace galloc

@@ -65,7 +65,7 @@ struct GraphAllocatorOptions {
 
 // Plans a graph's tensors into buffers it owns (or takes from a SharedArena) and places them:
 // reserve for the largest graph, then alloc each graph that fits that reservation. Movable;
-// a moved-from allocator may only be destroyed or assigned to.
+// a moved-from allocator holds nothing, and its calls fail with kFailedPrecondition.
 class GraphAllocator {
  public:
   // One buffer id per entry; entries with the same BufferType share one allocator and one

@@ -371,5 +371,29 @@ TEST_F(CApiMisuse, ChangedStructureWithSeveralBufferIdsNeedsAReserve) {
   galloc_allocator_free(two);
 }
 
+// A moved-from allocator holds nothing: every call says so instead of crashing.
+TEST(Misuse, MovedFromAllocatorReportsIt) {
+  CpuBufferType cpu;
+  GraphAllocator first({&cpu});
+  Chain t = make_chain(false);
+  ASSERT_TRUE(first.reserve(t.graph).is_ok());
+  GraphAllocator second = std::move(first);
+  // NOLINTBEGIN(bugprone-use-after-move): what this test is about
+  const Status reserved = first.reserve(t.graph);
+  EXPECT_EQ(reserved.code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(reserved.message().find("moved from"), std::string::npos) << reserved.message();
+  EXPECT_EQ(first.alloc(t.graph).code(), ErrorCode::kFailedPrecondition);
+  EXPECT_FALSE(first.measure(t.graph).is_ok());
+  EXPECT_FALSE(first.buffer_size(0).is_ok());
+  EXPECT_EQ(first.buffer_count(), 0);
+  EXPECT_FALSE(first.plan().has_value());
+  EXPECT_TRUE(first.chunks(0).empty());
+  EXPECT_TRUE(first.needs_reserve(t.graph));
+  first.reset_buffers();
+  EXPECT_EQ(first.check_allocation().code(), ErrorCode::kFailedPrecondition);
+  // NOLINTEND(bugprone-use-after-move)
+  EXPECT_TRUE(second.alloc(t.graph).is_ok());
+}
+
 }  // namespace
 }  // namespace galloc
