@@ -1,7 +1,7 @@
 // Where `best`'s planning time goes on graph files: the lifetimes (and, within them, the
 // graph check), then each heuristic placement alone, with whether it reaches the live lower
 // bound. Medians of the repetitions, µs, one line per file. The drop-in's reserve adds the
-// conversion from ggml_cgraph and the replay record to these (docs/PERFORMANCE.md).
+// conversion from ggml_cgraph and the replay record to these.
 //
 //   build/bench/galloc_phase_bench [--repetitions N] FILE...   (galloc graph files, .json or .json.gz)
 #include <algorithm>

@@ -188,8 +188,8 @@ Placement smallest_per_allocator(const Problem& problem, std::vector<Placement> 
 }
 
 std::vector<std::vector<StorageId>> storages_by_allocator(const Problem& problem) {
-  // Counted first, so that each list is allocated once: on small graphs the allocations were
-  // a visible part of a strategy's time (docs/PERFORMANCE.md).
+  // Counted first, so that each list is allocated once: on small graphs the allocations are a
+  // visible part of a strategy's time.
   std::vector<std::size_t> count(problem.allocators.size(), 0);
   for (const StorageObject& object : problem.storages) ++count[static_cast<std::size_t>(object.allocator)];
   std::vector<std::vector<StorageId>> ids(count.size());

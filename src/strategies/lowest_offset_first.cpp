@@ -254,8 +254,8 @@ GALLOC_ALSO_FOR_AVX2 ScanLowest raise_blocks_and_find_lowest(const ScanKey* __re
 // pass over all waiting objects per placement, but one the compiler turns into vector code:
 // offsets are kept in units of the alignment (every offset is a multiple of it) as 32-bit
 // integers, in flat arrays of whole blocks. It is cheaper than the lazy heap below except on
-// small problems, most where the heap looks at each object many times (docs/PERFORMANCE.md
-// has the figures).
+// small problems, most where the heap looks at each object many times (measure both with
+// galloc_strategy_bench before changing which one a problem gets).
 class ScanningPicker {
  public:
   using Key = ScanKey;
