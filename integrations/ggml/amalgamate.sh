@@ -54,14 +54,17 @@ if [[ $WITH_DUMP == 1 ]]; then
     HEADERS+=(include/galloc/graph_json.hpp)
     SOURCES+=(src/graph_json.cpp)
 fi
-# The drop-in: its own headers in dependency order, what the generations share, then each
-# generation (ggml-alloc.h from late 2024 on, and the 2023 one).
+# The drop-in: its own headers in dependency order, their definitions (before the files that
+# call them), what the generations share, then each generation (ggml-alloc.h from late 2024
+# on, and the 2023 one).
 DROPIN=(
     integrations/ggml/api_generations.hpp
     integrations/ggml/cgraph_conversion.hpp
     integrations/ggml/dropin_env.hpp
     integrations/ggml/galloc-ggml.h
     integrations/ggml/ggml-alloc-shared.hpp
+    integrations/ggml/cgraph_conversion.cpp
+    integrations/ggml/dropin_env.cpp
     integrations/ggml/ggml-alloc-shared.cpp
     integrations/ggml/ggml-alloc-2024.cpp
     integrations/ggml/ggml-alloc-2023.cpp

@@ -1,10 +1,9 @@
 // The drop-in's environment: GALLOC_STRATEGY (the placement strategy, by name), GALLOC_SHARE and
 // GALLOC_SHARE_CHECK (shared compute buffers, with GALLOC_SHARE_DEFAULT, a compile-time define,
 // as GALLOC_SHARE's default) and GALLOC_DUMP (a folder for graph files), read and written the
-// same way by every ggml API generation.
+// same way by every ggml API generation. Declarations; the definitions are in dropin_env.cpp.
 #pragma once
 
-#include <cstdlib>
 #include <string>
 
 #include "galloc/placement.hpp"
@@ -13,9 +12,6 @@
 // GALLOC_DROPIN_JSON: galloc's graph file code is compiled in, for GALLOC_DUMP (build.sh
 // defines it when galloc's sources have it; amalgamate.sh --with-dump in the file it writes).
 #ifdef GALLOC_DROPIN_JSON
-#include <atomic>
-#include <cstdio>
-#include <filesystem>
 #include "galloc/graph_json.hpp"
 #endif
 
@@ -23,13 +19,7 @@ namespace {
 
 // GALLOC_STRATEGY, or best when it is unset or empty; a name galloc does not know is an error
 // (the caller logs it and uses best).
-galloc::Result<galloc::Strategy> strategy_from_env() {
-  const char* name = std::getenv("GALLOC_STRATEGY");
-  if (name == nullptr || *name == '\0') return galloc::Strategy::kBest;
-  auto strategy = galloc::strategy_from_name(name);
-  if (!strategy) return galloc::invalid_argument("GALLOC_STRATEGY: " + strategy.status().message() + "; using best");
-  return strategy;
-}
+galloc::Result<galloc::Strategy> strategy_from_env();
 
 // Which allocators share compute buffers: none, those in share groups (galloc_ggml_share_begin),
 // or every allocator of the process.
@@ -42,47 +32,26 @@ enum class ShareMode { kNone, kGroups, kAll };
 #define GALLOC_SHARE_DEFAULT "groups"
 #endif
 
-galloc::Result<ShareMode> share_mode_from_name(const std::string& name, const char* source) {
-  if (name == "0") return ShareMode::kNone;
-  if (name == "groups") return ShareMode::kGroups;
-  if (name == "1") return ShareMode::kAll;
-  return galloc::invalid_argument(std::string(source) + " is '" + name +
-                                  "'; use 0 (no sharing), groups (share groups only) or 1 (every allocator); "
-                                  "sharing share groups only");
-}
+// The mode `name` stands for ("0", "groups" or "1"); anything else is an error that names
+// `source`, the variable or define it came from.
+galloc::Result<ShareMode> share_mode_from_name(const std::string& name, const char* source);
 
 // GALLOC_SHARE, else GALLOC_SHARE_DEFAULT: "0", "groups" or "1". Anything else is an error
 // (the caller logs it and shares share groups only).
-galloc::Result<ShareMode> share_mode_from_env() {
-  const char* value = std::getenv("GALLOC_SHARE");
-  if (value == nullptr || *value == '\0') return share_mode_from_name(GALLOC_SHARE_DEFAULT, "GALLOC_SHARE_DEFAULT");
-  return share_mode_from_name(value, "GALLOC_SHARE");
-}
+galloc::Result<ShareMode> share_mode_from_env();
 
-// GALLOC_SHARE_CHECK=1: shared arenas poison what each alloc takes over (SharedArena's checked mode).
-bool share_check_from_env() {
-  const char* value = std::getenv("GALLOC_SHARE_CHECK");
-  return value != nullptr && std::string(value) == "1";
-}
+// GALLOC_SHARE_CHECK=1: shared arenas poison what each alloc takes over (SharedArena's checked
+// mode).
+bool share_check_from_env();
 
-std::string dump_dir_from_env() {
-  const char* dir = std::getenv("GALLOC_DUMP");
-  return dir != nullptr ? dir : "";
-}
+// GALLOC_DUMP: the folder to write graph files to, or "" (no dumps) when it is unset.
+std::string dump_dir_from_env();
 
 #ifdef GALLOC_DROPIN_JSON
 // Writes `file` as DIR/ggml-<sequence>-<tag>.json. The sequence counts the process's dumps, so
 // files sort in the order the graphs were planned, and an allocator made at a freed one's
 // address overwrites nothing.
-galloc::Status write_dump(const std::string& dir, const std::string& tag, const galloc::GraphFile& file) {
-  static std::atomic<int> sequence{0};
-  std::error_code ignored;  // write_graph_file reports a folder that is not there
-  std::filesystem::create_directories(dir, ignored);
-  char number[16];
-  std::snprintf(number, sizeof number, "%05d", sequence++);
-  const std::filesystem::path path = std::filesystem::path(dir) / ("ggml-" + std::string(number) + "-" + tag + ".json");
-  return galloc::write_graph_file(path.string(), file);
-}
+galloc::Status write_dump(const std::string& dir, const std::string& tag, const galloc::GraphFile& file);
 #endif
 
 }  // namespace

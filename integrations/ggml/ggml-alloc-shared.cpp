@@ -1,6 +1,6 @@
 // galloc's drop-in for ggml's ggml-alloc.c: the whole public API of ggml-alloc.h on top of
 // libgalloc. It adds no planning logic of its own: it converts a ggml_cgraph into a
-// galloc::Graph (cgraph_conversion.hpp), lets galloc::GraphAllocator plan it, and applies the
+// galloc::Graph (cgraph_conversion.cpp), lets galloc::GraphAllocator plan it, and applies the
 // plan with ggml's own backend calls, in upstream's order.
 //
 // amalgamate.sh writes it as one file, ggml-alloc.cpp, which is compiled in place of
