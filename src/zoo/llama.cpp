@@ -5,7 +5,7 @@
 //
 // Two generations of llama.cpp are modelled, because their graphs differ in ways an
 // allocator sees:
-//  - "legacy" (llama.cpp early 2025): 1-D per-layer K/V cache tensors written with ggml_cpy
+//  - llama.cpp of early 2025: 1-D per-layer K/V cache tensors written with ggml_cpy
 //    into views of them (V transposed through a strided 2-D view), 3-D cache views read
 //    directly, an f32 KQ mask padded to GGML_KQ_MASK_PAD rows (cast to f16 for flash
 //    attention), and the FFN as UNARY silu + MUL.
@@ -24,9 +24,9 @@ namespace {
 
 using T = TensorId;
 
-constexpr std::int64_t kLegacyKqMaskPad = 64;  // GGML_KQ_MASK_PAD in ggml of early 2025
+constexpr std::int64_t kEarly2025KqMaskPad = 64;  // GGML_KQ_MASK_PAD in ggml of early 2025
 
-enum class Era : std::uint8_t { kLegacy, kCurrent };
+enum class Era : std::uint8_t { kEarly2025, kCurrent };
 
 struct LlamaConfig {
   std::int64_t n_embd;
@@ -90,7 +90,7 @@ class LlamaGraph {
       kq_mask_ =
           b_.input("attn_inp_kq_mask", c_.flash_attn ? DataType::F16 : DataType::F32, {c_.n_ctx, n_tokens, 1, 1});
     } else {
-      const T mask = b_.input("KQ_mask", DataType::F32, {c_.n_ctx, pad_to(n_tokens, kLegacyKqMaskPad)});
+      const T mask = b_.input("KQ_mask", DataType::F32, {c_.n_ctx, pad_to(n_tokens, kEarly2025KqMaskPad)});
       kq_mask_ = c_.flash_attn ? b_.cast(mask, DataType::F16) : mask;
     }
     const T inp_out_ids = b_.input("inp_out_ids", DataType::I32, {n_tokens});
@@ -113,7 +113,7 @@ class LlamaGraph {
       Kcur = b_.name(b_.rope(Kcur, inp_pos_), "Kcur", layer);
 
       const T wo = b_.weight(blk(il, "attn_output"), kWeight, {c_.n_embd, c_.n_embd});
-      cur = current_ ? attention_current(il, Qcur, Kcur, Vcur) : attention_legacy(il, Qcur, Kcur, Vcur);
+      cur = current_ ? attention_current(il, Qcur, Kcur, Vcur) : attention_early_2025(il, Qcur, Kcur, Vcur);
       cur = b_.name(b_.mul_mat(wo, cur), "attn_out", layer);
 
       if (il == c_.n_layer - 1) {
@@ -154,7 +154,7 @@ class LlamaGraph {
   static constexpr DataType kCache = DataType::F16;
 
   // llama.cpp early 2025: ggml_cpy into views of 1-D caches, 3-D cache views.
-  T attention_legacy(std::int64_t il, T q_cur, T k_cur, T v_cur) {
+  T attention_early_2025(std::int64_t il, T q_cur, T k_cur, T v_cur) {
     const int layer = static_cast<int>(il);
     const std::int64_t n_tokens = c_.n_tokens;
     const std::int64_t n_ctx = c_.n_ctx;
@@ -282,7 +282,7 @@ class LlamaGraph {
 };
 
 // LLaMA-1/2 7B, Llama 3 8B, TinyLlama 1.1B.
-constexpr LlamaConfig kLlama7b{4096, 32, 32, 32, 11008, 32000, 512, 512, false, Era::kLegacy};
+constexpr LlamaConfig kLlama7b{4096, 32, 32, 32, 11008, 32000, 512, 512, false, Era::kEarly2025};
 constexpr LlamaConfig kLlama3_8b{4096, 32, 32, 8, 14336, 128256, 512, 512, false, Era::kCurrent};
 constexpr LlamaConfig kTinyLlama{2048, 22, 32, 4, 5632, 32000, 512, 512, false, Era::kCurrent};
 
@@ -305,14 +305,15 @@ void add_llama_recipes(std::vector<Recipe>& out) {
       "LLaMA 7B (n_embd 4096, 32 layers, 32 heads, ffn 11008, vocab 32000, q4_0 weights, f16 KV cache)";
   const std::string llama3 =
       "Llama 3 8B (n_embd 4096, 32 layers, 32 heads / 8 KV heads (GQA), ffn 14336, vocab 128256, q4_0, f16 KV cache)";
-  const std::string legacy = "; llama.cpp early 2025: ggml_cpy into 1-D cache views, silu + mul FFN";
+  const std::string early_2025 = "; llama.cpp early 2025: ggml_cpy into 1-D cache views, silu + mul FFN";
   const std::string current = "; llama.cpp 2025-26: ggml_set_rows into the cache, swiglu FFN";
-  add(out, "llama-7b-pp512", llama7b + ", prompt processing of 512 tokens with a 512-cell cache" + legacy, kLlama7b);
-  add(out, "llama-7b-pp2048", llama7b + ", one 2048-token micro-batch with a 2048-cell cache" + legacy,
+  add(out, "llama-7b-pp512", llama7b + ", prompt processing of 512 tokens with a 512-cell cache" + early_2025,
+      kLlama7b);
+  add(out, "llama-7b-pp2048", llama7b + ", one 2048-token micro-batch with a 2048-cell cache" + early_2025,
       with(kLlama7b, 2048, 2048, false));
-  add(out, "llama-7b-tg1-kv4096", llama7b + ", generation of one token against a full 4096-cell cache" + legacy,
+  add(out, "llama-7b-tg1-kv4096", llama7b + ", generation of one token against a full 4096-cell cache" + early_2025,
       with(kLlama7b, 1, 4096, false));
-  add(out, "llama-7b-pp512-fa", llama7b + ", pp512 with flash attention (FLASH_ATTN_EXT, f16 mask cast)" + legacy,
+  add(out, "llama-7b-pp512-fa", llama7b + ", pp512 with flash attention (FLASH_ATTN_EXT, f16 mask cast)" + early_2025,
       with(kLlama7b, 512, 512, true));
   add(out, "llama-3-8b-pp512", llama3 + ", prompt processing of 512 tokens with a 512-cell cache" + current,
       kLlama3_8b);

@@ -25,10 +25,13 @@ namespace {
 
 using T = TensorId;
 
-// ggml_build_backward_expand over the nodes the builder has listed so far.
+// ggml_build_backward_expand over the nodes the builder has listed so far. The gradient of
+// MUL_MAT's second source is mul_mat(cont(transpose(src0)), grad) with src1_grad_by_mul_mat,
+// out_prod(src0, transpose(grad)) without: the zoo's graphs were built both ways.
 class Backward {
  public:
-  Backward(GraphBuilder& b, T loss, bool legacy_mul_mat) : b_(b), loss_(loss), legacy_mul_mat_(legacy_mul_mat) {}
+  Backward(GraphBuilder& b, T loss, bool src1_grad_by_mul_mat)
+      : b_(b), loss_(loss), src1_grad_by_mul_mat_(src1_grad_by_mul_mat) {}
 
   Status run(T loss_grad) {
     forward_ = b_.nodes();
@@ -119,7 +122,7 @@ class Backward {
           add_or_set(s0, tmp);
         }
         if (needs(s1)) {
-          if (legacy_mul_mat_) {
+          if (src1_grad_by_mul_mat_) {
             add_or_set(s1, b_.mul_mat(b_.cont(b_.transpose(s0)), grad));
           } else {
             add_or_set(s1, b_.out_prod(s0, b_.transpose(grad)));
@@ -184,7 +187,7 @@ class Backward {
 
   GraphBuilder& b_;
   T loss_;
-  bool legacy_mul_mat_;
+  bool src1_grad_by_mul_mat_;
   std::vector<T> forward_;
   std::vector<T> grad_;
   std::vector<char> needed_;
@@ -207,8 +210,8 @@ T loss_and_metrics(GraphBuilder& b, T logits) {
   return loss;
 }
 
-Result<Graph> finish_training(GraphBuilder& b, T loss, bool legacy_mul_mat) {
-  Backward backward(b, loss, legacy_mul_mat);
+Result<Graph> finish_training(GraphBuilder& b, T loss, bool src1_grad_by_mul_mat) {
+  Backward backward(b, loss, src1_grad_by_mul_mat);
   const T loss_grad = b.weight("loss grad seed", DataType::F32, {1});
   GALLOC_RETURN_IF_ERROR(backward.run(loss_grad));
   backward.optimizer_steps();
@@ -237,7 +240,7 @@ Result<Graph> build_mlp(MlpConfig c, const Scaler& s, BuilderMirror* mirror) {
   const T fc1 = b.relu(b.add(b.mul_mat(fc1_weight, images), fc1_bias));
   const T logits = b.name(b.add(b.mul_mat(fc2_weight, fc1), fc2_bias), "logits");
   const T loss = loss_and_metrics(b, logits);
-  return finish_training(b, loss, /*legacy_mul_mat=*/true);
+  return finish_training(b, loss, /*src1_grad_by_mul_mat=*/true);
 }
 
 struct TransformerConfig {
@@ -304,7 +307,7 @@ Result<Graph> build_transformer(TransformerConfig c, const Scaler& s, BuilderMir
   x = b.mul(x, b.param("output_norm.weight", {E}));
   const T logits = b.name(b.mul_mat(b.param("output.weight", {E, c.n_vocab}), x), "logits");
   const T loss = loss_and_metrics(b, logits);
-  return finish_training(b, loss, /*legacy_mul_mat=*/false);
+  return finish_training(b, loss, /*src1_grad_by_mul_mat=*/false);
 }
 
 }  // namespace
