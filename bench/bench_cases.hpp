@@ -10,6 +10,7 @@
 
 #include "galloc/graph_allocator.hpp"
 #include "galloc/zoo.hpp"
+#include "median.hpp"
 #include "support/random_graph.hpp"
 
 namespace galloc::bench {
@@ -42,11 +43,6 @@ inline std::vector<NamedCase> cases(bool small_max_sizes) {
     result.push_back({"random-" + std::to_string(seed), testing::random_case(seed, options)});
   }
   return result;
-}
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 struct GallocTiming {

@@ -21,12 +21,14 @@
 #include "ggml_bench_support.hpp"
 #include "ggml_warnings_log.hpp"
 #include "ggml_zoo_mirror.hpp"
+#include "median.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 using namespace galloc::dropin_test;
 using namespace galloc::ggml_bench;
+using galloc::bench::median;
 namespace zoo = galloc::zoo;
 
 // Reserves `graph` REPETITIONS times, then allocates it as often, each time from the state the

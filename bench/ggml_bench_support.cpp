@@ -39,11 +39,6 @@ ggml_backend_buffer_type no_memory_buffer_type() {
   return t;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 ggml_backend_buffer_t place_in_buffer(ggml_backend_buffer_type& type, const std::vector<ggml_tensor*>& tensors) {
   const std::size_t align = no_memory_alignment();
   std::size_t total = 0;

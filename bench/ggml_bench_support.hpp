@@ -20,8 +20,6 @@ namespace galloc::ggml_bench {
 ggml_backend_buffer_type no_memory_buffer_type();
 std::size_t no_memory_alignment();
 
-double median(std::vector<double> v);
-
 // `tensors` at addresses in a new buffer of `type`, one after the other, as
 // ggml_backend_alloc_ctx_tensors lays them out.
 ggml_backend_buffer_t place_in_buffer(ggml_backend_buffer_type& type, const std::vector<ggml_tensor*>& tensors);

@@ -21,6 +21,7 @@
 #include "ggml.h"
 #include "ggml_bench_support.hpp"
 #include "ggml_warnings_log.hpp"
+#include "median.hpp"
 #include "test_support.hpp"
 
 // paired_dropin.cpp: the drop-in under other names, beside stock ggml-alloc.c
@@ -38,6 +39,7 @@ namespace {
 
 using namespace galloc::dropin_test;
 using namespace galloc::ggml_bench;
+using galloc::bench::median;
 
 // One allocator of the comparison: stock ggml-alloc, or the drop-in with a strategy, alone or
 // in a share group (its buffer a shared arena's, as GALLOC_SHARE makes it; the only member).
