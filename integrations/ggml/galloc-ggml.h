@@ -54,6 +54,18 @@ bool galloc_ggml_share_begin(const char* name);
 /* Closes it; false (and an error in ggml's log) if none is open. */
 bool galloc_ggml_share_end(void);
 
+/* The name of the share group open on this thread, or NULL. Valid until the group is closed.
+ * Something made in a group that creates allocators again later (llama.cpp's context makes its
+ * scheduler again when a setting changes) keeps the name and opens the group again then. */
+const char* galloc_ggml_share_group(void);
+
+/* Changes whenever a member of the share group `name` reserves or allocates, and at no other
+ * time (0 while the group has no member). A member that reads it right after its own alloc and
+ * finds it unchanged later knows that its tensors are still where that alloc put them, so it
+ * may compute the same graph again without allocating it again (llama.cpp's graph reuse). Any
+ * other value means another member may have taken the memory over: allocate again. */
+unsigned long long galloc_ggml_share_generation(const char* name);
+
 #ifdef __cplusplus
 }
 #endif

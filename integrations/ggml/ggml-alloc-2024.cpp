@@ -256,6 +256,19 @@ struct DropinArena {
   GgmlBufferType type;
   galloc::SharedArena arena;
   std::atomic<std::uint64_t> logged_growths{0};  // the growth count last logged
+  // share_clock's value at the last reserve or alloc of a member (galloc_ggml_share_generation)
+  std::atomic<std::uint64_t> last_change{0};
+};
+
+// Counts every reserve and alloc of a shared arena's members, process-wide. An arena notes the
+// count at its members' calls, so a group's largest note is new after any of them, and never
+// repeats an earlier one: not even when arenas of the group go and come again.
+std::atomic<std::uint64_t> share_clock{0};
+
+// After an allocator's reserve or alloc, failed ones too (they may have taken memory over).
+struct NoteArenaChange {
+  const ggml_gallocr* galloc;
+  ~NoteArenaChange();
 };
 
 // The process's arenas, by name and buffer type; an arena goes with its last member.
@@ -332,6 +345,12 @@ struct ggml_gallocr {
 };
 
 namespace {
+
+NoteArenaChange::~NoteArenaChange() {
+  if (galloc == nullptr || galloc->arenas.empty()) return;
+  const std::uint64_t now = share_clock.fetch_add(1, std::memory_order_acq_rel) + 1;
+  for (const auto& shared : galloc->arenas) shared->last_change.store(now, std::memory_order_release);
+}
 
 galloc::BufferAssignment assignment_of(const ggml_cgraph* graph, const int* node_buffer_ids,
                                        const int* leaf_buffer_ids) {
@@ -416,6 +435,7 @@ bool reserve_impl(ggml_gallocr* galloc, ggml_cgraph* graph, const int* node_buff
     GGML_LOG_ERROR("%s: the allocator is NULL\n", function);
     return false;
   }
+  const NoteArenaChange note{galloc};
   // GALLOC_DUMP's file names the tensors
   const Details details = galloc->dump_dir.empty() ? Details::kFillButNames : Details::kFill;
   // in an arena, the conversion places the allocator's own earlier tensors again
@@ -617,6 +637,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph* graph) 
       GGML_LOG_ERROR("%s: the allocator is NULL\n", __func__);
       return false;
     }
+    const NoteArenaChange note{galloc};
     Converted& current = galloc->current;
     // The same graph again, every tensor with memory, and buffers of its own: nothing is
     // placed (as upstream), only the buffers are reset.
@@ -706,6 +727,25 @@ bool galloc_ggml_share_end(void) {
   }
   share_scope.open = false;
   return true;
+}
+
+const char* galloc_ggml_share_group(void) { return share_scope.open ? share_scope.name.c_str() : nullptr; }
+
+unsigned long long galloc_ggml_share_generation(const char* name) {
+  if (name == nullptr) return 0;
+  try {
+    ArenaRegistry& registry = arena_registry();
+    std::lock_guard lock(registry.mutex);
+    std::uint64_t newest = 0;
+    for (auto it = registry.arenas.lower_bound({name, nullptr}); it != registry.arenas.end() && it->first.first == name;
+         ++it) {
+      if (auto arena = it->second.lock()) newest = std::max(newest, arena->last_change.load(std::memory_order_acquire));
+    }
+    return newest;
+  } catch (...) {
+    log_exception(__func__);
+    return 0;
+  }
 }
 
 // ------------------------------------------------------------------ ggml_tallocr

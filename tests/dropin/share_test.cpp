@@ -218,14 +218,19 @@ int main() {
   check(!galloc_ggml_share_end(), "share_end with no group open must fail");
   check(!galloc_ggml_share_begin(nullptr), "share_begin(NULL) must fail");
   check(!galloc_ggml_share_begin(""), "share_begin(\"\") must fail");
+  check(galloc_ggml_share_group() == nullptr, "no share group is open yet");
   check(galloc_ggml_share_begin("test"), "share_begin");
   check(!galloc_ggml_share_begin("again"), "a second share_begin on the thread must fail");
+  check(galloc_ggml_share_group() != nullptr && std::string(galloc_ggml_share_group()) == "test",
+        "share_group names the open group");
+  check(galloc_ggml_share_generation("test") == 0, "a group without members is at generation 0");
   ggml_gallocr_t producer_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t consumer_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t large_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t reader_alloc = ggml_gallocr_new(buft);
   ggml_gallocr_t grower_alloc = ggml_gallocr_new(buft);
   check(galloc_ggml_share_end(), "share_end");
+  check(galloc_ggml_share_group() == nullptr, "share_group after share_end");
   ggml_gallocr_t alone = ggml_gallocr_new(buft);  // after the group: a buffer of its own
 
   Producer producer;
@@ -246,10 +251,21 @@ int main() {
     check(consumer.computes_exactly(cpu), "the consumer computes 3x + i*i from the producer's output, as unshared");
   }
 
-  // 2. a violation: the large graph's alloc between the producer's alloc and its compute.
+  // 2. a violation: the large graph's alloc between the producer's alloc and its compute. The
+  // group's generation says so (llama.cpp's graph reuse asks it); an allocator outside the
+  // group does not change it.
   check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer again");
+  const unsigned long long after_producer = galloc_ggml_share_generation("test");
+  check(after_producer != 0, "the group's generation after its members' allocs is not 0");
+  check(ggml_gallocr_alloc_graph(alone, producer.gf), "alloc the producer's graph outside the group");
+  check(galloc_ggml_share_generation("test") == after_producer, "an alloc outside the group changed its generation");
+  check(ggml_gallocr_alloc_graph(producer_alloc, producer.gf), "alloc the producer a third time");
+  const unsigned long long in_place = galloc_ggml_share_generation("test");
+  check(in_place != after_producer, "the producer's own alloc did not change the generation");
   set_values(producer.x, 1.0f);
   check(ggml_gallocr_alloc_graph(large_alloc, large.gf), "alloc the large graph");
+  check(galloc_ggml_share_generation("test") != in_place, "another member's alloc did not change the generation");
+  check(galloc_ggml_share_generation("no such group") == 0, "a group that does not exist is at generation 0");
   check(ggml_backend_graph_compute(cpu, producer.gf) == GGML_STATUS_SUCCESS, "compute the producer out of turn");
   int nan = 0;
   for (float v : values(producer.out)) nan += std::isnan(v) ? 1 : 0;
