@@ -50,7 +50,31 @@ check_edits() {  # check_edits APP PRISTINE_DIR NAME VERSION SHARE(yes/no)
   done
   local w=$vshare fn=galloc_${prefix}_ggml_share
   [[ $prefix == - ]] && fn=galloc_ggml_share
-  if [[ $vshare != no && $share == yes ]]; then
+  if [[ $vshare == *llama-context.cpp && $share == yes ]]; then
+    expect "$what: the constructor notes the thread's share group" \
+      bash -c "grep -A1 -F 'LLAMA_LOG_INFO(\"%s: constructing llama_context\\n\", __func__);' '$pkg/$w' |
+               grep -Fxq '    galloc_rn_join(this); // galloc-rn'"
+    expect "$what: the destructor forgets it" \
+      grep -Pzq 'llama_context::~llama_context\(\) \{\n    galloc_rn_leave\(this\); // galloc-rn\n' "$pkg/$w"
+    expect "$what: sched_reserve opens the group again" \
+      grep -Pzq '    sched_need_reserve = false;\n    const galloc_rn_reopen galloc_rn_group\(this\); // galloc-rn\n' "$pkg/$w"
+    expect "$what: graph reuse only while the last alloc is in place" \
+      grep -Eq 'res->can_reuse\(gparams\) && galloc_rn_in_place\(this\)\) \{$' "$pkg/$w"
+    expect "$what: the generation noted after each alloc" \
+      grep -Eq '_backend_sched_alloc_graph\(sched.get\(\), gf\) \|\| !galloc_rn_allocated\(this\)\) \{$' "$pkg/$w"
+    expect "$what: the helpers call the renamed ${fn}_group and _generation" \
+      bash -c "grep -q '${fn}_group()' '$pkg/$w' && grep -q '${fn}_generation(' '$pkg/$w'"
+    expect "$what: the renamed one file defines ${fn}_group/_generation" \
+      bash -c "grep -Eq '^const char\* ${fn}_group\(void\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
+               grep -Eq '^unsigned long long ${fn}_generation\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp'"
+    expect "$what: llama-context.cpp is the pristine one plus the helpers, three lines and two conditions" \
+      cmp -s <(sed -e '/^\/\/ galloc-rn: a llama_context made in a share group stays in it\./,/^\/\/ galloc-rn: end of the share group helpers\.$/{/^\/\/ galloc-rn: end/N;d}' \
+                   -e '/ \/\/ galloc-rn$/d' -e 's/ && galloc_rn_in_place(this)) {$/) {/' \
+                   -e 's/ || !galloc_rn_allocated(this)) {$/) {/' "$pkg/$w") \
+             "$pristine/$w"
+    # (tests/amalgamation/packages_test.sh compiles, links and runs it)
+    expect_changed+=("$w")
+  elif [[ $vshare != no && $share == yes ]]; then
     expect "$what: whisper_init_state renamed to a static whisper_init_state_unshared" \
       grep -Fxq 'static struct whisper_state * whisper_init_state_unshared(whisper_context * ctx) {' "$pkg/$w"
     expect "$what: the wrapper opens a share group per state" \
@@ -69,7 +93,7 @@ check_edits() {  # check_edits APP PRISTINE_DIR NAME VERSION SHARE(yes/no)
     # (tests/amalgamation/packages_test.sh compiles, links and runs it)
     expect_changed+=("$w")
   elif [[ $vshare != no ]]; then
-    expect "$what: whisper.cpp unchanged" cmp -s "$pristine/$w" "$pkg/$w"
+    expect "$what: $w unchanged" cmp -s "$pristine/$w" "$pkg/$w"
   elif [[ $name == whisper.rn ]]; then
     expect "$what: whisper.cpp unchanged" cmp -s "$pristine/cpp/whisper.cpp" "$pkg/cpp/whisper.cpp"
   fi

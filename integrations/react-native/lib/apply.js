@@ -8,6 +8,7 @@ const P = require('./pkg');
 const app = require('./app');
 const { readText, commit } = require('./files');
 const { UserError } = require('./errors');
+const edits = require('./edits');
 const { supportedVersions, PACKAGE_NAMES } = require('./versions');
 
 function unsupported(pkg) {
@@ -46,9 +47,10 @@ function applyPackage(appDir, pkg, share, say) {
   say(`${what}: ${L.rel(L.allocC)} replaced by galloc's ggml-alloc.cpp` +
     (pkg.entry.prefix ? ` (renamed ${pkg.entry.prefix}_ggml_)` : '') +
     `; ggml-alloc.c -> ggml-alloc.cpp in ${edited.join(', ')}`);
-  if (pkg.entry.whisperCpp && share) {
-    say(`${what}: ${L.rel(pkg.entry.whisperCpp.file)}: each whisper state in a share group of its own`);
-  } else if (pkg.entry.whisperCpp) {
+  const shareEdit = pkg.entry.shareEdit;
+  if (shareEdit && share) {
+    say(`${what}: ${L.rel(shareEdit.file)}: ${edits.SHARE_EDITS[shareEdit.kind].says}`);
+  } else if (shareEdit) {
     say(`${what}: no share groups (--no-share)`);
   }
   say(`${what}: wrote ${L.patchRel}`);

@@ -8,6 +8,7 @@ const P = require('./pkg');
 const app = require('./app');
 const { readText } = require('./files');
 const { UserError } = require('./errors');
+const edits = require('./edits');
 const { unsupported, noPackages } = require('./apply');
 
 function check(appDir, say) {
@@ -45,7 +46,8 @@ function check(appDir, say) {
         problems.push(`${what}: ${app.GRADLE} does not set ${prop}=true, so Android links the prebuilt library`);
         continue;
       }
-      const mode = pkg.entry.whisperCpp && orig.header.share ? 'a share group per whisper state' : 'no share groups';
+      const shareEdit = pkg.entry.shareEdit;
+      const mode = shareEdit && orig.header.share ? edits.SHARE_EDITS[shareEdit.kind].mode : 'no share groups';
       ok.push(`${what}: galloc-rn ${P.TOOL_VERSION}'s ggml-alloc.cpp, ${mode}`);
     } catch (e) {
       if (!(e instanceof UserError)) throw e;

@@ -121,7 +121,174 @@ function unshareWhisper(text, definition) {
   return replaceLine(body, UNSHARED, definition) ?? body;
 }
 
+// llama.cpp's llama-context.cpp: a llama_context made while a share group is open on the
+// thread stays in that group. The group is whatever the app (or its native code) opened around
+// llama_init_from_model; galloc-rn opens none in the package's own code yet. Three changes
+// follow the context through its life, each a line galloc-rn adds or a condition it extends:
+//   - the constructor notes the group and the destructor forgets it;
+//   - sched_reserve, which makes the scheduler again when a setting changes (at decode time,
+//     on whichever thread decodes), opens the group again around it;
+//   - graph reuse (process_ubatch computes the previous graph again without allocating it) only
+//     while no other member of the group allocated since this context's last alloc.
+const LLAMA_BEGIN = '// galloc-rn: a llama_context made in a share group stays in it.';
+const LLAMA_END = '// galloc-rn: end of the share group helpers.';
+const LLAMA_LINE_MARK = ' // galloc-rn';
+// [the line after which a line goes, the line] and [in the one line holding it: old, new]
+const LLAMA_INSERTS = [
+  ['    LLAMA_LOG_INFO("%s: constructing llama_context\\n", __func__);', '    galloc_rn_join(this);'],
+  ['llama_context::~llama_context() {', '    galloc_rn_leave(this);'],
+  ['    sched_need_reserve = false;', '    const galloc_rn_reopen galloc_rn_group(this);'],
+];
+const LLAMA_CONDITIONS = [
+  ['res->can_reuse(gparams)) {', 'res->can_reuse(gparams) && galloc_rn_in_place(this)) {'],
+  ['_backend_sched_alloc_graph(sched.get(), gf)) {', '_backend_sched_alloc_graph(sched.get(), gf) || !galloc_rn_allocated(this)) {'],
+];
+const LLAMA_BEFORE = 'llama_context::llama_context(';
+
+function llamaBlock(prefix, toolVersion) {
+  const g = `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
+  return `${LLAMA_BEGIN} Written by galloc-rn
+// ${toolVersion} (\`npx galloc-rn revert\` removes it). The context notes the group open on the
+// thread when it is made, opens it again when it makes its scheduler again, and computes a graph
+// again without allocating it only while no other member of the group has allocated since: the
+// other member may have taken that memory over (galloc-ggml.h).
+#include <map>
+#include <mutex>
+#include <string>
+
+extern "C" bool ${g}_begin(const char * name);
+extern "C" bool ${g}_end(void);
+extern "C" const char * ${g}_group(void);
+extern "C" unsigned long long ${g}_generation(const char * name);
+
+namespace {
+
+struct galloc_rn_member {
+    std::string group;
+    unsigned long long generation = 0; // the group's, right after the context's last alloc
+};
+
+std::mutex galloc_rn_mutex;
+std::map<const llama_context *, galloc_rn_member> galloc_rn_members; // contexts made in a group
+
+void galloc_rn_join(const llama_context * ctx) {
+    const char * group = ${g}_group();
+    std::lock_guard<std::mutex> lock(galloc_rn_mutex);
+    if (group != nullptr) {
+        galloc_rn_members[ctx] = { group, 0 };
+    } else {
+        galloc_rn_members.erase(ctx);
+    }
+}
+
+void galloc_rn_leave(const llama_context * ctx) {
+    std::lock_guard<std::mutex> lock(galloc_rn_mutex);
+    galloc_rn_members.erase(ctx);
+}
+
+// Opens the context's group while sched_reserve makes and reserves its scheduler, unless a
+// group is open on the thread already (the context is being made inside it).
+struct galloc_rn_reopen {
+    bool began = false;
+    explicit galloc_rn_reopen(const llama_context * ctx) {
+        std::string group;
+        {
+            std::lock_guard<std::mutex> lock(galloc_rn_mutex);
+            auto it = galloc_rn_members.find(ctx);
+            if (it != galloc_rn_members.end()) {
+                group = it->second.group;
+            }
+        }
+        if (!group.empty() && ${g}_group() == nullptr) {
+            began = ${g}_begin(group.c_str());
+        }
+    }
+    ~galloc_rn_reopen() {
+        if (began) {
+            ${g}_end();
+        }
+    }
+    galloc_rn_reopen(const galloc_rn_reopen &) = delete;
+    galloc_rn_reopen & operator=(const galloc_rn_reopen &) = delete;
+};
+
+// After the context's alloc: the group's generation, to compare at the next reuse.
+bool galloc_rn_allocated(const llama_context * ctx) {
+    std::lock_guard<std::mutex> lock(galloc_rn_mutex);
+    auto it = galloc_rn_members.find(ctx);
+    if (it != galloc_rn_members.end()) {
+        it->second.generation = ${g}_generation(it->second.group.c_str());
+    }
+    return true;
+}
+
+// Whether the context's last alloc is still in place: no other member allocated since.
+bool galloc_rn_in_place(const llama_context * ctx) {
+    std::lock_guard<std::mutex> lock(galloc_rn_mutex);
+    auto it = galloc_rn_members.find(ctx);
+    return it == galloc_rn_members.end() || ${g}_generation(it->second.group.c_str()) == it->second.generation;
+}
+
+} // namespace
+${LLAMA_END}
+
+`;
+}
+
+// Replaces `from` with `to` in the one line that holds `from`; null unless exactly one does.
+function replaceInLine(text, from, to) {
+  const lines = text.split('\n');
+  const at = [];
+  lines.forEach((l, i) => { if (l.includes(from)) at.push(i); });
+  if (at.length !== 1) return null;
+  lines[at[0]] = lines[at[0]].replace(from, to);
+  return lines.join('\n');
+}
+
+// llama-context.cpp with the share group helpers; null if it is not laid out as expected.
+function shareLlamaContext(text, prefix, toolVersion) {
+  let out = text;
+  for (const [after, line] of LLAMA_INSERTS) {
+    out = out === null ? null : replaceLine(out, after, `${after}\n${line}${LLAMA_LINE_MARK}`);
+  }
+  for (const [from, to] of LLAMA_CONDITIONS) {
+    out = out === null ? null : replaceInLine(out, from, to);
+  }
+  if (out === null) return null;
+  return replaceLine(out, LLAMA_BEFORE, `${llamaBlock(prefix, toolVersion)}${LLAMA_BEFORE}`);
+}
+
+// The inverse of shareLlamaContext (unchecked, as unshareWhisper).
+function unshareLlamaContext(text) {
+  let out = text;
+  const begin = out.indexOf(LLAMA_BEGIN);
+  const end = out.indexOf(LLAMA_END);
+  if (begin >= 0 && end > begin) out = out.slice(0, begin) + out.slice(end + LLAMA_END.length + 2);
+  out = out.split('\n').filter((l) => !l.endsWith(LLAMA_LINE_MARK)).join('\n');
+  for (const [from, to] of LLAMA_CONDITIONS) out = replaceInLine(out, to, from) ?? out;
+  return out;
+}
+
+// The share groups galloc-rn opens in a package's own code (versions.js: shareEdit.kind).
+const WHISPER_INIT_STATE = 'struct whisper_state * whisper_init_state(whisper_context * ctx) {';
+const SHARE_EDITS = {
+  'whisper-state': {
+    share: (text, prefix, toolVersion) => shareWhisper(text, WHISPER_INIT_STATE, prefix, toolVersion),
+    unshare: (text) => unshareWhisper(text, WHISPER_INIT_STATE),
+    says: 'each whisper state in a share group of its own',
+    mode: 'a share group per whisper state',
+    uses: ['begin', 'end'],
+  },
+  'llama-context': {
+    share: shareLlamaContext,
+    unshare: unshareLlamaContext,
+    says: 'a llama_context made in a share group stays in it (its scheduler made again, graph reuse)',
+    mode: 'llama_contexts stay in the share group they were made in',
+    uses: ['begin', 'end', 'group', 'generation'],
+  },
+};
+
 module.exports = {
   renameRules, rename, detectPrefix, galloccpp, readHeader, replaceLine, cppLine,
-  shareWhisper, unshareWhisper, BLOCK_MARKER,
+  shareWhisper, unshareWhisper, BLOCK_MARKER, shareLlamaContext, unshareLlamaContext, LLAMA_BEGIN, SHARE_EDITS,
 };

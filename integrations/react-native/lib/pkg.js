@@ -55,7 +55,7 @@ function layout(appDir, pkg) {
   return {
     allocC: path.posix.join(e.ggmlDir, 'ggml-alloc.c'),
     allocCpp: path.posix.join(e.ggmlDir, 'ggml-alloc.cpp'),
-    edited: [...e.lineEdits.map((l) => l.file), ...(e.whisperCpp ? [e.whisperCpp.file] : [])],
+    edited: [...e.lineEdits.map((l) => l.file), ...(e.shareEdit ? [e.shareEdit.file] : [])],
     rel,
     abs: (f) => path.join(appDir, rel(f)),
     patch: path.join(appDir, 'patches', patchName(pkg.name, pkg.version)),
@@ -123,13 +123,13 @@ function pristine(appDir, pkg) {
     if (undone === null || sha256(undone) !== le.sha256) throw foreign(le.file, 'has been changed');
     out.files[le.file] = undone;
   }
-  if (e.whisperCpp) {
-    const w = e.whisperCpp;
+  if (e.shareEdit) {
+    const w = e.shareEdit;
     const text = readText(L.abs(w.file));
     if (text === null) throw foreign(w.file, 'is missing');
     if (sha256(text) === w.sha256) out.files[w.file] = text;
     else {
-      const undone = edits.unshareWhisper(text, w.definition);
+      const undone = edits.SHARE_EDITS[w.kind].unshare(text);
       if (sha256(undone) !== w.sha256) throw foreign(w.file, 'has been changed');
       out.files[w.file] = undone;
     }
@@ -151,17 +151,22 @@ function target(appDir, pkg, orig, share) {
   for (const le of e.lineEdits) {
     files[le.file] = edits.replaceLine(orig.files[le.file], le.line, edits.cppLine(le.line));
   }
-  if (e.whisperCpp) {
-    const w = e.whisperCpp;
+  if (e.shareEdit) {
+    const w = e.shareEdit;
+    const edit = edits.SHARE_EDITS[w.kind];
     if (share) {
       const p = e.prefix ? `${e.prefix}_` : '';
-      for (const fn of [`galloc_${p}ggml_share_begin`, `galloc_${p}ggml_share_end`]) {
-        if (!new RegExp(`\\bbool\\s+${fn}\\s*\\([^)]*\\)\\s*\\{`).test(cpp)) {
+      for (const fn of edit.uses.map((u) => `galloc_${p}ggml_share_${u}`)) {
+        if (!new RegExp(`\\b${fn}\\s*\\([^)]*\\)\\s*\\{`).test(cpp)) {
           throw new UserError(`galloc-rn's ggml-alloc.cpp, renamed for ${pkg.name}, does not define ${fn}; ` +
             'this galloc-rn cannot open share groups there (use --no-share)');
         }
       }
-      files[w.file] = edits.shareWhisper(orig.files[w.file], w.definition, e.prefix, TOOL_VERSION);
+      files[w.file] = edit.share(orig.files[w.file], e.prefix, TOOL_VERSION);
+      if (files[w.file] === null) {
+        throw new UserError(`${L.rel(w.file)} is not laid out as galloc-rn expects for ${pkg.name}@${pkg.version}; ` +
+          'this is a bug in galloc-rn (its sha256 matched): use --no-share, and report it', L.rel(w.file));
+      }
     } else {
       files[w.file] = orig.files[w.file];
     }

@@ -8,12 +8,13 @@
 //   lineEdits    files that list ggml-alloc.c by name: that one line becomes ggml-alloc.cpp
 //                (the Android CMake file; iOS's CMakeLists.txt, which builds the prebuilt
 //                framework, where it has one; no podspec lists the file by name)
-//   whisperCpp   whisper.cpp, for the share group around whisper_init_state (only where
-//                the package's ggml has the ggml_gallocr API)
+//   shareEdit    the package's own code that share groups need (edits.js, SHARE_EDITS): kind
+//                'whisper-state' (whisper.cpp: a share group around whisper_init_state) or
+//                'llama-context' (llama-context.cpp: a context stays in the group it was made in,
+//                where llama.cpp makes schedulers again and reuses graphs); null where the
+//                package's ggml lacks the ggml_gallocr API or llama.cpp needs nothing
 //   buildFromSource  what the developer must set so that the app compiles the package's C++
 //   rebuild      how the changed C++ gets compiled, where it is not the native app's build
-
-const WHISPER_INIT_STATE = 'struct whisper_state * whisper_init_state(whisper_context * ctx) {';
 
 const RNLLAMA_FROM_SOURCE = {
   gradleProperty: 'rnllamaBuildFromSource', // android/build.gradle: project.findProperty(...)
@@ -36,7 +37,7 @@ const VERSIONS = [
       },
     ],
     // 2023 ggml_allocr API: galloc has no share groups there.
-    whisperCpp: null,
+    shareEdit: null,
     buildFromSource: { gradleProperty: null, ios: null },
   },
   {
@@ -53,9 +54,9 @@ const VERSIONS = [
         sha256: 'e12872b2ed882b5bd887646ae2d16d9eba378e72a96b0d3da3901868d24191d7',
       },
     ],
-    whisperCpp: {
+    shareEdit: {
+      kind: 'whisper-state',
       file: 'cpp/whisper.cpp',
-      definition: WHISPER_INIT_STATE,
       sha256: '512d2d2ed0b6750ee7cd2ed52098c999d84310d81611dd1ee166f37fac79fec7',
     },
     buildFromSource: { gradleProperty: null, ios: null },
@@ -79,9 +80,9 @@ const VERSIONS = [
         sha256: '5c26d37ba0cecd500e39a25669317ee15b68f4e6f649d39f112fcea5c3131bfa',
       },
     ],
-    whisperCpp: {
+    shareEdit: {
+      kind: 'whisper-state',
       file: 'cpp/whisper.cpp',
-      definition: WHISPER_INIT_STATE,
       sha256: '4eeac03d31372e34193f670394de19e625c87878743ca90d39da398c20ace4a6',
     },
     // whisper-rn.podspec: ENV["RNWHISPER_BUILD_FROM_SOURCE"]; Android always builds from source.
@@ -106,7 +107,11 @@ const VERSIONS = [
         sha256: '28b1a301e9d96c1fa2864e738f143852c8998f47627a0385df2ca726b9f3251a',
       },
     ],
-    whisperCpp: null,
+    shareEdit: {
+      kind: 'llama-context',
+      file: 'cpp/llama-context.cpp',
+      sha256: '0821a5fc1726e348b27dff25e29414a44313ca49a07b11029994c3c13fbfb2ee',
+    },
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -125,7 +130,11 @@ const VERSIONS = [
         sha256: '1316142420661c268657b9f32d22f922952af93999853d8b3c9f42ba3362ec4a',
       },
     ],
-    whisperCpp: null,
+    shareEdit: {
+      kind: 'llama-context',
+      file: 'vendor/llama.cpp/src/llama-context.cpp',
+      sha256: '21340d0540c6ca98b78b733906f026a7ded450b283e47c3d1c9a84a19de43132',
+    },
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -147,7 +156,9 @@ const VERSIONS = [
         sha256: '5293b13b074f0a33b89386272e2b8f43d7a15fb0f9be02463d4d3a69cf1cc517',
       },
     ],
-    whisperCpp: null,
+    // llama.cpp without graph reuse, its scheduler made once with the context: a group opened
+    // around llama_init_from_model needs nothing more
+    shareEdit: null,
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -169,7 +180,11 @@ const VERSIONS = [
         sha256: 'c831e22f7b4a6ac448c9e0c3701256dec3c228db02d48cc03506a9f5cc5f9c82',
       },
     ],
-    whisperCpp: null,
+    shareEdit: {
+      kind: 'llama-context',
+      file: 'cpp/llama-context.cpp',
+      sha256: 'd1afbf228d4612e5bbce4f6cb76b52b5c07f7dd41fb0ba48964e48d93da3e78d',
+    },
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -188,9 +203,9 @@ const VERSIONS = [
         sha256: '18e33f23ab45ea89d4583142b05a196cd00bb789b323966214f097b493670160',
       },
     ],
-    whisperCpp: {
+    shareEdit: {
+      kind: 'whisper-state',
       file: 'cpp/whisper.cpp/src/whisper.cpp',
-      definition: WHISPER_INIT_STATE,
       sha256: 'a884ff3eb3bbf7558958c4d06a299cd8d97d87a7d5c7aac9138b8ff6a2ef04d7',
     },
     buildFromSource: { gradleProperty: null, ios: null },
