@@ -44,14 +44,17 @@ prepare_llama_sources() {
 
 prepare_llama_sources
 client_flags "$CLIENT_SRC" "$CLIENT_SRC/models"
-mapfile -t SOURCES < <(cd "$CLIENT_SRC" && shopt -s nullglob && printf '%s\n' llama*.cpp unicode*.cpp | LC_ALL=C sort)
+# llama-context.cpp is compiled on its own: galloc-rn edits it, and tests link the edited file
+# in its place (tests/amalgamation/packages_test.sh)
+mapfile -t SOURCES < <(cd "$CLIENT_SRC" && shopt -s nullglob && printf '%s\n' llama*.cpp unicode*.cpp |
+                       grep -vx llama-context.cpp | LC_ALL=C sort)
 # none before mid 2025 (printf would print one empty name for an empty list)
 mapfile -t BUILDERS < <(cd "$CLIENT_SRC" && shopt -s nullglob && for f in models/*.cpp; do echo "$f"; done | LC_ALL=C sort)
-if client_is_fresh "${SOURCES[*]} grouped: ${BUILDERS[*]}" "$SRC/ggml-opt.cpp"; then
+if client_is_fresh "llama-context.cpp grouped: ${SOURCES[*]} ${BUILDERS[*]}" "$SRC/ggml-opt.cpp"; then
     step "libllama.a is up to date ($NPM_SPEC)"
     exit 0
 fi
 # llama.cpp's own files and its graph builders (models/*.cpp) compile a group per translation
 # unit: a third less compile time than file by file, and every package's compile as groups
 client_build "$CLIENT_SRC/llama.h" "$CLIENT_SRC/llama-cpp.h" "$SRC/ggml-opt.h" -- \
-    "$SRC/ggml-opt.cpp" -- "${SOURCES[@]/#/$CLIENT_SRC/}" "${BUILDERS[@]/#/$CLIENT_SRC/}"
+    "$SRC/ggml-opt.cpp" "$CLIENT_SRC/llama-context.cpp" -- "${SOURCES[@]/#/$CLIENT_SRC/}" "${BUILDERS[@]/#/$CLIENT_SRC/}"

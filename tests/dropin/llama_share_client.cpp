@@ -1,0 +1,147 @@
+// The members of one llama.rn context in a share group (galloc-ggml.h), as llama.rn makes them:
+// the target model's context first; later a draft context for speculative decoding (llama.rn's
+// MTP draft is one more llama_context on the model), which needs more compute memory than the
+// target, joining the group again by name; the draft freed and made again (a plain completion
+// does so each time); and the target's scheduler made again at decode time, as the multimodal
+// path does when it switches causal attention off for an image and on again. Target and draft
+// take turns token by token, so llama.cpp reuses each one's graph between the other's decodes.
+//
+// Every logit must be bit-identical to stock's (compare.cmake), which needs galloc-rn's edit to
+// llama-context.cpp: a context reuses its graph only while no other member allocated since,
+// and makes its scheduler again inside its group. With "share" as the second argument the
+// members are made inside the group "llama.rn-context", and the compute memory held at the
+// peak must be the largest member's need, not the sum: one compute buffer while both live.
+//
+// Compute memory is counted by buffer usage (compute_memory.hpp).
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "compute_memory.hpp"
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "llama.h"
+#include "llama_model.hpp"
+#include "test_support.hpp"
+
+// galloc-ggml.h's, defined by the drop-in only: weak, so that the stock build links.
+extern "C" {
+__attribute__((weak)) bool galloc_ggml_share_begin(const char* name);
+__attribute__((weak)) bool galloc_ggml_share_end(void);
+}
+
+namespace {
+
+using namespace galloc::dropin_test;
+
+constexpr const char* kGroup = "llama.rn-context";
+
+// Makes a context on `model`, inside the group when sharing (llama.rn's loadModel,
+// createMTPDraftContext).
+llama_context* make_context(llama_model* model, const llama_context_params& params, bool share, const char* what) {
+  if (share && !galloc_ggml_share_begin(kGroup)) fail(std::string("share_begin for the ") + what);
+  llama_context* ctx = llama_init_from_model(model, params);
+  if (share && !galloc_ggml_share_end()) fail(std::string("share_end for the ") + what);
+  if (ctx == nullptr) fail(std::string("llama_init_from_model: ") + what);
+  return ctx;
+}
+
+// One context's decoding: its batch, position and last greedy token.
+struct Member {
+  llama_context* ctx = nullptr;
+  std::string name;
+  llama_batch batch = llama_batch_init(64, 0, 1);
+  int n_past = 0;
+  int next = 0;
+  ~Member() { llama_batch_free(batch); }
+
+  void decode(const std::vector<llama_token>& tokens, const std::string& step) {
+    const float* logits = decode_tokens(ctx, batch, tokens, n_past, name + " " + step);
+    exact("llama_share." + name + "." + step + ".logits", hex(fnv1a(logits, kVocab * sizeof(float))));
+    next = argmax(logits, kVocab);
+  }
+  void start(const std::vector<llama_token>& prompt, const std::string& step) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    n_past = 0;
+    decode(prompt, step);
+  }
+};
+
+// The draft and the target take turns, one token each, as speculative decoding does.
+void take_turns(Member& draft, Member& target, int tokens, const std::string& round) {
+  for (int i = 0; i < tokens; ++i) {
+    draft.decode({draft.next}, round + ".gen" + std::to_string(i));
+    target.decode({target.next}, round + ".gen" + std::to_string(i));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) fail("usage: llama_share_client MODEL [share]");
+  const std::string path = argv[1];
+  const bool share = argc > 2 && std::string(argv[2]) == "share";
+  if (share && galloc_ggml_share_begin == nullptr) fail("share: this build has no galloc drop-in");
+  llama_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+  llama_backend_init();
+  write_llama_model(path);
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.progress_callback = [](float, void*) { return true; };  // no progress dots
+  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
+  if (model == nullptr) fail("cannot load " + path);
+
+  const std::vector<llama_token> prompt = {1, 17, 33, 5, 99, 120, 64, 2, 77};
+  Member target;
+  target.name = "target";
+  target.ctx = make_context(model, tiny_context_params(false), share, "target");
+  target.start(prompt, "prompt");
+  for (int i = 0; i < 3; ++i) target.decode({target.next}, "alone.gen" + std::to_string(i));
+
+  // The draft comes later and needs more: its reserve grows the group's buffer after the
+  // target's last alloc, so the target must allocate again rather than reuse its graph.
+  llama_context_params draft_params = tiny_context_params(false);
+  draft_params.n_ctx = 256;
+  draft_params.n_batch = 64;
+  draft_params.n_ubatch = 64;
+  for (int round = 0; round < 2; ++round) {
+    const std::string r = "round" + std::to_string(round);
+    Member draft;
+    draft.name = "draft";
+    draft.ctx = make_context(model, draft_params, share, "draft");
+    draft.start(prompt, r + ".prompt");
+    take_turns(draft, target, 4, r);
+    // An image's non-causal decode: the target's scheduler is made again at decode time, on
+    // this thread, where no share group is open.
+    llama_set_causal_attn(target.ctx, false);
+    target.decode({3, 4, 5, 6}, r + ".noncausal4");
+    llama_set_causal_attn(target.ctx, true);
+    take_turns(draft, target, 3, r + ".after");
+    forget_released();
+    const std::size_t buffers = memory().compute.size();
+    if (share && buffers != 1)
+      fail(r + ": " + std::to_string(buffers) + " compute buffers after the target's scheduler was made again: " +
+           "with the group, one (a scheduler made again outside the group gets a buffer of its own)");
+    std::size_t largest = 0;  // unshared: the largest member's own buffer; shared: the group's
+    for (const auto& [buffer, is_compute] : memory().compute) {
+      if (is_compute) largest = std::max(largest, memory().sizes[buffer]);
+    }
+    info("llama_share." + r + ".compute_buffers", std::to_string(buffers) + ", the largest " + std::to_string(largest));
+    llama_free(draft.ctx);
+  }
+
+  llama_free(target.ctx);
+  llama_model_free(model);
+  llama_backend_free();
+  forget_released();
+  size_line("llama_share.compute_peak", memory().peak);
+  if (memory().live != 0) fail(std::to_string(memory().live) + " bytes of compute buffers left after freeing both");
+  std::printf("done\n");
+  return 0;
+}
