@@ -9,18 +9,14 @@
 // so whisper's four graphs and llama.cpp's graph take their compute memory from one buffer:
 // what the program holds at its peak must then be the largest need, not the sum.
 //
-// Compute memory is counted by buffer usage: linked with -Wl,--wrap= for
-// ggml_backend_buft_alloc_buffer (every buffer's size), ggml_backend_buffer_set_usage (ggml-alloc
-// marks its buffers GGML_BACKEND_BUFFER_USAGE_COMPUTE; model weights, caches and llama.cpp's
-// output buffer are not) and ggml_backend_buffer_free.
-#include <algorithm>
+// Compute memory is counted by buffer usage (compute_memory.hpp).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "compute_memory.hpp"
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "llama.h"
@@ -29,11 +25,8 @@
 #include "whisper.h"
 #include "whisper_model.hpp"
 
-extern "C" {
-ggml_backend_buffer_t __real_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size);
-void __real_ggml_backend_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage);
-void __real_ggml_backend_buffer_free(ggml_backend_buffer_t buffer);
 // galloc-ggml.h's, defined by the drop-in only: weak, so that the stock build links.
+extern "C" {
 __attribute__((weak)) bool galloc_ggml_share_begin(const char* name);
 __attribute__((weak)) bool galloc_ggml_share_end(void);
 }
@@ -41,18 +34,6 @@ __attribute__((weak)) bool galloc_ggml_share_end(void);
 namespace {
 
 using namespace galloc::dropin_test;
-
-struct ComputeMemory {
-  std::unordered_map<ggml_backend_buffer_t, size_t> sizes;  // every live buffer
-  std::unordered_map<ggml_backend_buffer_t, bool> compute;  // those marked for compute
-  size_t live = 0;
-  size_t peak = 0;
-};
-
-ComputeMemory& memory() {
-  static ComputeMemory m;
-  return m;
-}
 
 // One round of whisper: the mel spectrogram, the encoder (conv, encoder and cross graphs),
 // a 4-token prompt and two tokens decoded greedily. Returns the report lines.
@@ -94,54 +75,7 @@ std::vector<std::string> run_llama(llama_context* ctx) {
   return lines;
 }
 
-// A shared compute buffer that grew released its old memory but keeps the old handle, emptied
-// (size 0), until its arena goes (the drop-in's shared arenas): that memory is no longer held.
-void forget_released() {
-  ComputeMemory& m = memory();
-  for (auto it = m.compute.begin(); it != m.compute.end();) {
-    const size_t size = m.sizes[it->first];
-    if (!it->second || size == 0 || ggml_backend_buffer_get_size(it->first) != 0) {
-      ++it;
-      continue;
-    }
-    m.live -= size;
-    m.sizes.erase(it->first);
-    it = m.compute.erase(it);
-  }
-}
-
 }  // namespace
-
-extern "C" {
-
-ggml_backend_buffer_t __wrap_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
-  forget_released();
-  ggml_backend_buffer_t buffer = __real_ggml_backend_buft_alloc_buffer(buft, size);
-  if (buffer != nullptr) memory().sizes[buffer] = size;
-  return buffer;
-}
-
-void __wrap_ggml_backend_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage) {
-  __real_ggml_backend_buffer_set_usage(buffer, usage);
-  ComputeMemory& m = memory();
-  auto size = m.sizes.find(buffer);
-  if (usage != GGML_BACKEND_BUFFER_USAGE_COMPUTE || size == m.sizes.end() || m.compute[buffer]) return;
-  m.compute[buffer] = true;
-  m.live += size->second;
-  m.peak = std::max(m.peak, m.live);
-}
-
-void __wrap_ggml_backend_buffer_free(ggml_backend_buffer_t buffer) {
-  ComputeMemory& m = memory();
-  if (auto it = m.compute.find(buffer); it != m.compute.end()) {
-    if (it->second) m.live -= m.sizes[buffer];
-    m.compute.erase(it);
-  }
-  m.sizes.erase(buffer);
-  __real_ggml_backend_buffer_free(buffer);
-}
-
-}  // extern "C"
 
 int main(int argc, char** argv) {
   if (argc < 3) fail("usage: app_client WHISPER_MODEL LLAMA_MODEL [share]");
