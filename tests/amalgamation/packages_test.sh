@@ -136,6 +136,48 @@ client() {
     sed -n '2,$p' "$out/compare.log" | grep -E '^  [a-z_]+\.' | head -n 16
 }
 
+# llama_share_check SPEC OUT APP: the members of one llama.rn context in a share group
+# (tests/dropin/llama_share_client.cpp) on the package's llama.cpp with galloc-rn's
+# llama-context.cpp, compiled as build-llama.sh compiled the package's own and linked in its
+# place (libllama.a holds it as an object of its own). compare.cmake: every logit as stock's,
+# with and without the group, and the compute peak smaller with it. Returns 2 where galloc-rn
+# does not edit llama-context.cpp.
+llama_share_check() {
+    local spec=$1 out=$2 app=$3 dir=$2/llama_share patched
+    patched=$(grep -rl --include=llama-context.cpp 'galloc_rn_join(this)' "$app/node_modules/${spec%@*}" | head -n1)
+    [[ -n $patched ]] || return 2
+    rm -rf "$dir" && mkdir -p "$dir"
+    (
+        NPM_SPEC=$spec
+        # shellcheck source=../../integrations/ggml/package.sh
+        source "$ROOT/integrations/ggml/package.sh"
+        for f in llama_share_client.cpp test_support.hpp llama_model.hpp compute_memory.hpp; do
+            package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
+        done
+        local -a flags link=()
+        local w kind context
+        read -r -a flags <<<"$(sed -n 's/^flags=//p' "$out/llama/.libllama.stamp")"
+        "$CXX" "${flags[@]}" -c "$patched" -o "$dir/llama-context-patched.o" || exit 1
+        for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
+            package_rename <(echo "$w") "$dir/wrap"
+            link+=("-Wl,--wrap=$(cat "$dir/wrap")")
+        done
+        "$CXX" -std=c++17 -O1 -I"$dir" -isystem "$out/llama/include" -isystem "$out/include" \
+            -c "$dir/llama_share_client.cpp" -o "$dir/llama_share_client.o" || exit 1
+        for kind in stock galloc; do
+            context=()
+            [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o")
+            "$CXX" "$dir/llama_share_client.o" "${context[@]}" "$out/llama/libllama.a" "$out/libggml-$kind.a" \
+                -lpthread -lm -ldl "${link[@]}" "${LINK_FLAGS[@]}" -o "$dir/llama_share_client_$kind" || exit 1
+        done
+    ) >"$dir.log" 2>&1 || { tail -n 20 "$dir.log"; return 1; }
+    local model=$dir/run/tiny-llama.gguf
+    cmake -DSTOCK="$dir/llama_share_client_stock" -DGALLOC="$dir/llama_share_client_galloc" -DOUT="$dir/run" \
+        -DARGS="$model" -DSHARE_ARGS="$model;share" -DSHARE_SMALLER=compute_peak \
+        -P "$ROOT/tests/dropin/compare.cmake" >"$dir/compare.log" 2>&1 || { tail -n 30 "$dir/compare.log"; return 1; }
+    echo "ok: $spec: a llama.rn context's members in one share group: $(grep -m1 'exact facts' "$dir/compare.log" | sed 's/^-- //'), compute peak $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/stock.txt") (stock), $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/shared.txt") (shared)"
+}
+
 # inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for
 # every op are stock's (whisper.rn 0.7 and llama.rn 0.13 add CLAMP, for one)
 inplace_check() {
@@ -242,6 +284,14 @@ for spec in "$@"; do
     else
         echo "FAIL: $spec: the client"; failed=$((failed + 1))
     fi
+    rc=0
+    # natively only: the edit is the same C++ on every ABI
+    [[ -n $ABI ]] || llama_share_check "$spec" "$out" "$app" || rc=$?
+    case $rc in
+        0) [[ -n $ABI ]] || passed=$((passed + 1)) ;;
+        2) ;;   # galloc-rn does not edit this package's llama-context.cpp (or no llama.cpp)
+        *) echo "FAIL: $spec: a llama.rn context's members in one share group"; failed=$((failed + 1)) ;;
+    esac
     rc=0
     inplace_check "$spec" "$out" || rc=$?
     case $rc in
