@@ -48,53 +48,70 @@ check_edits() {  # check_edits APP PRISTINE_DIR NAME VERSION SHARE(yes/no)
     expect "$what: $f changed at all" bash -c "! cmp -s '$pristine/$f' '$pkg/$f'"
     expect_changed+=("$f")
   done
-  local w=$vshare fn=galloc_${prefix}_ggml_share
+  local w fn=galloc_${prefix}_ggml_share
   [[ $prefix == - ]] && fn=galloc_ggml_share
-  if [[ $vshare == *llama-context.cpp && $share == yes ]]; then
-    expect "$what: the constructor notes the thread's share group" \
-      bash -c "grep -A1 -F 'LLAMA_LOG_INFO(\"%s: constructing llama_context\\n\", __func__);' '$pkg/$w' |
-               grep -Fxq '    galloc_rn_join(this); // galloc-rn'"
-    expect "$what: the destructor forgets it" \
-      grep -Pzq 'llama_context::~llama_context\(\) \{\n    galloc_rn_leave\(this\); // galloc-rn\n' "$pkg/$w"
-    expect "$what: sched_reserve opens the group again" \
-      grep -Pzq '    sched_need_reserve = false;\n    const galloc_rn_reopen galloc_rn_group\(this\); // galloc-rn\n' "$pkg/$w"
-    expect "$what: graph reuse only while the last alloc is in place" \
-      grep -Eq 'res->can_reuse\(gparams\) && galloc_rn_in_place\(this\)\) \{$' "$pkg/$w"
-    expect "$what: the generation noted after each alloc" \
-      grep -Eq '_backend_sched_alloc_graph\(sched.get\(\), gf\) \|\| !galloc_rn_allocated\(this\)\) \{$' "$pkg/$w"
-    expect "$what: the helpers call the renamed ${fn}_group and _generation" \
-      bash -c "grep -q '${fn}_group()' '$pkg/$w' && grep -q '${fn}_generation(' '$pkg/$w'"
-    expect "$what: the renamed one file defines ${fn}_group/_generation" \
-      bash -c "grep -Eq '^const char\* ${fn}_group\(void\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
-               grep -Eq '^unsigned long long ${fn}_generation\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp'"
-    expect "$what: llama-context.cpp is the pristine one plus the helpers, three lines and two conditions" \
-      cmp -s <(sed -e '/^\/\/ galloc-rn: a llama_context made in a share group stays in it\./,/^\/\/ galloc-rn: end of the share group helpers\.$/{/^\/\/ galloc-rn: end/N;d}' \
-                   -e '/ \/\/ galloc-rn$/d' -e 's/ && galloc_rn_in_place(this)) {$/) {/' \
-                   -e 's/ || !galloc_rn_allocated(this)) {$/) {/' "$pkg/$w") \
-             "$pristine/$w"
-    # (tests/amalgamation/packages_test.sh compiles, links and runs it)
-    expect_changed+=("$w")
-  elif [[ $vshare != no && $share == yes ]]; then
-    expect "$what: whisper_init_state renamed to a static whisper_init_state_unshared" \
-      grep -Fxq 'static struct whisper_state * whisper_init_state_unshared(whisper_context * ctx) {' "$pkg/$w"
-    expect "$what: the wrapper opens a share group per state" \
-      grep -q "${fn}_begin(name)" "$pkg/$w"
-    expect "$what: the wrapper names each group whisper-state-N from an atomic counter" \
-      bash -c "grep -q 'std::atomic' '$pkg/$w' && grep -q '\"whisper-state-%llu\"' '$pkg/$w' && grep -Fxq '#include <atomic>' '$pkg/$w' && grep -Fxq '#include <cstdio>' '$pkg/$w'"
-    expect "$what: the group is closed only when begin returned true" \
-      grep -Pzq "if \\(began\\) \\{\\n\\s+${fn}_end\\(\\);" "$pkg/$w"
-    expect "$what: the renamed one file defines ${fn}_begin/_end" \
-      bash -c "grep -Eq '^bool ${fn}_begin\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
-               grep -Eq '^bool ${fn}_end\(void\) \{' '$pkg/$dir/ggml-alloc.cpp'"
-    expect "$what: whisper.cpp is the pristine one plus the rename and the appended block" \
-      cmp -s <(head -n "$(wc -l <"$pristine/$w")" "$pkg/$w" |
-               sed 's/^static struct whisper_state \* whisper_init_state_unshared(/struct whisper_state * whisper_init_state(/') \
-             "$pristine/$w"
-    # (tests/amalgamation/packages_test.sh compiles, links and runs it)
-    expect_changed+=("$w")
-  elif [[ $vshare != no ]]; then
-    expect "$what: $w unchanged" cmp -s "$pristine/$w" "$pkg/$w"
-  elif [[ $name == whisper.rn ]]; then
+  for w in ${vshare//,/ }; do
+    [[ $w == no ]] && continue
+    if [[ $w == *llama-context.cpp && $share == yes ]]; then
+      expect "$what: the constructor notes the thread's share group" \
+        bash -c "grep -A1 -F 'LLAMA_LOG_INFO(\"%s: constructing llama_context\\n\", __func__);' '$pkg/$w' |
+                 grep -Fxq '    galloc_rn_join(this); // galloc-rn'"
+      expect "$what: the destructor forgets it" \
+        grep -Pzq 'llama_context::~llama_context\(\) \{\n    galloc_rn_leave\(this\); // galloc-rn\n' "$pkg/$w"
+      expect "$what: sched_reserve opens the group again" \
+        grep -Pzq '    sched_need_reserve = false;\n    const galloc_rn_reopen galloc_rn_group\(this\); // galloc-rn\n' "$pkg/$w"
+      expect "$what: graph reuse only while the last alloc is in place" \
+        grep -Eq 'res->can_reuse\(gparams\) && galloc_rn_in_place\(this\)\) \{$' "$pkg/$w"
+      expect "$what: the generation noted after each alloc" \
+        grep -Eq '_backend_sched_alloc_graph\(sched.get\(\), gf\) \|\| !galloc_rn_allocated\(this\)\) \{$' "$pkg/$w"
+      expect "$what: the helpers call the renamed ${fn}_group and _generation" \
+        bash -c "grep -q '${fn}_group()' '$pkg/$w' && grep -q '${fn}_generation(' '$pkg/$w'"
+      expect "$what: the renamed one file defines ${fn}_group/_generation" \
+        bash -c "grep -Eq '^const char\* ${fn}_group\(void\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
+                 grep -Eq '^unsigned long long ${fn}_generation\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp'"
+      expect "$what: llama-context.cpp is the pristine one plus the helpers, three lines and two conditions" \
+        cmp -s <(sed -e '/^\/\/ galloc-rn: a llama_context made in a share group stays in it\./,/^\/\/ galloc-rn: end of the share group helpers\.$/{/^\/\/ galloc-rn: end/N;d}' \
+                     -e '/ \/\/ galloc-rn$/d' -e 's/ && galloc_rn_in_place(this)) {$/) {/' \
+                     -e 's/ || !galloc_rn_allocated(this)) {$/) {/' "$pkg/$w") \
+               "$pristine/$w"
+      # (tests/amalgamation/packages_test.sh compiles, links and runs it)
+      expect_changed+=("$w")
+    elif [[ $w == *rn-llama.cpp && $share == yes ]]; then
+      expect "$what: loadModel makes the target's context in the llama.rn context's group" \
+        grep -Fxq '    llama_init = galloc_rn_in_context_group(this, [&] { return common_init_from_params(params); });' "$pkg/$w"
+      expect "$what: createMTPDraftContext makes the draft's context in the same group" \
+        grep -Fxq '    return galloc_rn_in_context_group(this, [&] { return llama_init_from_model(model_dft, cparams); });' "$pkg/$w"
+      expect "$what: the helper names the group after the llama.rn context and opens it only if none is open" \
+        bash -c "grep -q '\"llama.rn-context-%p\"' '$pkg/$w' && grep -q '${fn}_group() == nullptr && ${fn}_begin(name)' '$pkg/$w'"
+      expect "$what: rn-llama.cpp is the pristine one plus the helper and two calls" \
+        cmp -s <(sed -e "/^\/\/ galloc-rn: a llama.rn context's llama.cpp contexts in one share group\./,/^\/\/ galloc-rn: end of the share group helper\.\$/{/^\/\/ galloc-rn: end/N;d}" \
+                     -e 's/^\(.*\)galloc_rn_in_context_group(this, \[&\] { return \(.*\); });$/\1\2;/' "$pkg/$w") \
+               "$pristine/$w"
+      # (tests/amalgamation/packages_test.sh compiles it and runs its helper)
+      expect_changed+=("$w")
+    elif [[ $w == *whisper.cpp && $share == yes ]]; then
+      expect "$what: whisper_init_state renamed to a static whisper_init_state_unshared" \
+        grep -Fxq 'static struct whisper_state * whisper_init_state_unshared(whisper_context * ctx) {' "$pkg/$w"
+      expect "$what: the wrapper opens a share group per state" \
+        grep -q "${fn}_begin(name)" "$pkg/$w"
+      expect "$what: the wrapper names each group whisper-state-N from an atomic counter" \
+        bash -c "grep -q 'std::atomic' '$pkg/$w' && grep -q '\"whisper-state-%llu\"' '$pkg/$w' && grep -Fxq '#include <atomic>' '$pkg/$w' && grep -Fxq '#include <cstdio>' '$pkg/$w'"
+      expect "$what: the group is closed only when begin returned true" \
+        grep -Pzq "if \\(began\\) \\{\\n\\s+${fn}_end\\(\\);" "$pkg/$w"
+      expect "$what: the renamed one file defines ${fn}_begin/_end" \
+        bash -c "grep -Eq '^bool ${fn}_begin\(const char\* name\) \{' '$pkg/$dir/ggml-alloc.cpp' &&
+                 grep -Eq '^bool ${fn}_end\(void\) \{' '$pkg/$dir/ggml-alloc.cpp'"
+      expect "$what: whisper.cpp is the pristine one plus the rename and the appended block" \
+        cmp -s <(head -n "$(wc -l <"$pristine/$w")" "$pkg/$w" |
+                 sed 's/^static struct whisper_state \* whisper_init_state_unshared(/struct whisper_state * whisper_init_state(/') \
+               "$pristine/$w"
+      # (tests/amalgamation/packages_test.sh compiles, links and runs it)
+      expect_changed+=("$w")
+    else
+      expect "$what: $w unchanged" cmp -s "$pristine/$w" "$pkg/$w"
+    fi
+  done
+  if [[ $vshare == no && $name == whisper.rn ]]; then
     expect "$what: whisper.cpp unchanged" cmp -s "$pristine/cpp/whisper.cpp" "$pkg/cpp/whisper.cpp"
   fi
   # Nothing else: the files diff -r reports are exactly the expected ones.

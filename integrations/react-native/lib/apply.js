@@ -47,10 +47,10 @@ function applyPackage(appDir, pkg, share, say) {
   say(`${what}: ${L.rel(L.allocC)} replaced by galloc's ggml-alloc.cpp` +
     (pkg.entry.prefix ? ` (renamed ${pkg.entry.prefix}_ggml_)` : '') +
     `; ggml-alloc.c -> ggml-alloc.cpp in ${edited.join(', ')}`);
-  const shareEdit = pkg.entry.shareEdit;
-  if (shareEdit && share) {
-    say(`${what}: ${L.rel(shareEdit.file)}: ${edits.SHARE_EDITS[shareEdit.kind].says}`);
-  } else if (shareEdit) {
+  const shareEdits = pkg.entry.shareEdits;
+  if (shareEdits.length && share) {
+    shareEdits.forEach((w) => say(`${what}: ${L.rel(w.file)}: ${edits.SHARE_EDITS[w.kind].says}`));
+  } else if (shareEdits.length) {
     say(`${what}: no share groups (--no-share)`);
   }
   say(`${what}: wrote ${L.patchRel}`);

@@ -46,8 +46,9 @@ function check(appDir, say) {
         problems.push(`${what}: ${app.GRADLE} does not set ${prop}=true, so Android links the prebuilt library`);
         continue;
       }
-      const shareEdit = pkg.entry.shareEdit;
-      const mode = shareEdit && orig.header.share ? edits.SHARE_EDITS[shareEdit.kind].mode : 'no share groups';
+      const shareEdits = pkg.entry.shareEdits;
+      const mode = shareEdits.length && orig.header.share
+        ? shareEdits.map((w) => edits.SHARE_EDITS[w.kind].mode).join('; ') : 'no share groups';
       ok.push(`${what}: galloc-rn ${P.TOOL_VERSION}'s ggml-alloc.cpp, ${mode}`);
     } catch (e) {
       if (!(e instanceof UserError)) throw e;

@@ -269,7 +269,76 @@ function unshareLlamaContext(text) {
   return out;
 }
 
-// The share groups galloc-rn opens in a package's own code (versions.js: shareEdit.kind).
+// llama.rn's rn-llama.cpp: the target model's context (loadModel) and the MTP draft's
+// (createMTPDraftContext, made again for every completion) are made inside one share group per
+// llama.rn context, named after its address. The two decode one after another on the
+// completion's thread, and llama-context.cpp's edit keeps each in its group. mtmd's encoder and
+// the vocoder stay out (docs/llama-rn-sharing.md says why).
+const RN_BEGIN = '// galloc-rn: a llama.rn context\'s llama.cpp contexts in one share group.';
+const RN_END = '// galloc-rn: end of the share group helper.';
+const RN_BEFORE = 'namespace rnllama {';
+const RN_CALLS = [
+  ['    llama_init = common_init_from_params(params);',
+    '    llama_init = galloc_rn_in_context_group(this, [&] { return common_init_from_params(params); });'],
+  ['    return llama_init_from_model(model_dft, cparams);',
+    '    return galloc_rn_in_context_group(this, [&] { return llama_init_from_model(model_dft, cparams); });'],
+];
+
+function rnBlock(prefix, toolVersion) {
+  const g = `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
+  return `${RN_BEGIN} Written by galloc-rn
+// ${toolVersion} (\`npx galloc-rn revert\` removes it). The target's context and the MTP draft's
+// decode one after another, so they can hold one compute buffer (galloc-ggml.h); the edit to
+// llama-context.cpp keeps each in its group when llama.cpp makes its scheduler again.
+#include <cstdio>
+
+extern "C" bool ${g}_begin(const char * name);
+extern "C" bool ${g}_end(void);
+extern "C" const char * ${g}_group(void);
+
+namespace {
+
+// make(), inside the share group of the llama.rn context at rn_context, unless a group is open
+// on the thread already.
+template <typename Make>
+auto galloc_rn_in_context_group(const void * rn_context, Make make) -> decltype(make()) {
+    char name[48];
+    snprintf(name, sizeof(name), "llama.rn-context-%p", rn_context);
+    struct group_scope {
+        bool began;
+        ~group_scope() {
+            if (began) {
+                ${g}_end();
+            }
+        }
+    } scope{ ${g}_group() == nullptr && ${g}_begin(name) };
+    return make();
+}
+
+} // namespace
+${RN_END}
+
+`;
+}
+
+// rn-llama.cpp with the helper and the two calls in the group; null if not laid out as expected.
+function shareRnLlama(text, prefix, toolVersion) {
+  let out = text;
+  for (const [from, to] of RN_CALLS) out = out === null ? null : replaceLine(out, from, to);
+  return out === null ? null : replaceLine(out, RN_BEFORE, `${rnBlock(prefix, toolVersion)}${RN_BEFORE}`);
+}
+
+// The inverse of shareRnLlama (unchecked, as unshareWhisper).
+function unshareRnLlama(text) {
+  let out = text;
+  const begin = out.indexOf(RN_BEGIN);
+  const end = out.indexOf(RN_END);
+  if (begin >= 0 && end > begin) out = out.slice(0, begin) + out.slice(end + RN_END.length + 2);
+  for (const [from, to] of RN_CALLS) out = replaceLine(out, to, from) ?? out;
+  return out;
+}
+
+// The share groups galloc-rn opens in a package's own code (versions.js: shareEdits' kinds).
 const WHISPER_INIT_STATE = 'struct whisper_state * whisper_init_state(whisper_context * ctx) {';
 const SHARE_EDITS = {
   'whisper-state': {
@@ -286,9 +355,17 @@ const SHARE_EDITS = {
     mode: 'llama_contexts stay in the share group they were made in',
     uses: ['begin', 'end', 'group', 'generation'],
   },
+  'llama-rn-context': {
+    share: shareRnLlama,
+    unshare: unshareRnLlama,
+    says: 'the target\'s context and the MTP draft\'s in one share group per llama.rn context',
+    mode: 'one share group per llama.rn context (target and MTP draft)',
+    uses: ['begin', 'end', 'group'],
+  },
 };
 
 module.exports = {
   renameRules, rename, detectPrefix, galloccpp, readHeader, replaceLine, cppLine,
-  shareWhisper, unshareWhisper, BLOCK_MARKER, shareLlamaContext, unshareLlamaContext, LLAMA_BEGIN, SHARE_EDITS,
+  shareWhisper, unshareWhisper, BLOCK_MARKER, shareLlamaContext, unshareLlamaContext, LLAMA_BEGIN,
+  shareRnLlama, unshareRnLlama, RN_BEGIN, SHARE_EDITS,
 };

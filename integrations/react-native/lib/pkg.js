@@ -55,7 +55,7 @@ function layout(appDir, pkg) {
   return {
     allocC: path.posix.join(e.ggmlDir, 'ggml-alloc.c'),
     allocCpp: path.posix.join(e.ggmlDir, 'ggml-alloc.cpp'),
-    edited: [...e.lineEdits.map((l) => l.file), ...(e.shareEdit ? [e.shareEdit.file] : [])],
+    edited: [...e.lineEdits.map((l) => l.file), ...e.shareEdits.map((w) => w.file)],
     rel,
     abs: (f) => path.join(appDir, rel(f)),
     patch: path.join(appDir, 'patches', patchName(pkg.name, pkg.version)),
@@ -123,8 +123,7 @@ function pristine(appDir, pkg) {
     if (undone === null || sha256(undone) !== le.sha256) throw foreign(le.file, 'has been changed');
     out.files[le.file] = undone;
   }
-  if (e.shareEdit) {
-    const w = e.shareEdit;
+  for (const w of e.shareEdits) {
     const text = readText(L.abs(w.file));
     if (text === null) throw foreign(w.file, 'is missing');
     if (sha256(text) === w.sha256) out.files[w.file] = text;
@@ -151,8 +150,7 @@ function target(appDir, pkg, orig, share) {
   for (const le of e.lineEdits) {
     files[le.file] = edits.replaceLine(orig.files[le.file], le.line, edits.cppLine(le.line));
   }
-  if (e.shareEdit) {
-    const w = e.shareEdit;
+  for (const w of e.shareEdits) {
     const edit = edits.SHARE_EDITS[w.kind];
     if (share) {
       const p = e.prefix ? `${e.prefix}_` : '';

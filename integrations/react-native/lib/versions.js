@@ -8,11 +8,13 @@
 //   lineEdits    files that list ggml-alloc.c by name: that one line becomes ggml-alloc.cpp
 //                (the Android CMake file; iOS's CMakeLists.txt, which builds the prebuilt
 //                framework, where it has one; no podspec lists the file by name)
-//   shareEdit    the package's own code that share groups need (edits.js, SHARE_EDITS): kind
-//                'whisper-state' (whisper.cpp: a share group around whisper_init_state) or
-//                'llama-context' (llama-context.cpp: a context stays in the group it was made in,
-//                where llama.cpp makes schedulers again and reuses graphs); null where the
-//                package's ggml lacks the ggml_gallocr API or llama.cpp needs nothing
+//   shareEdits   the package's own code that share groups need (edits.js, SHARE_EDITS), each
+//                {kind, file, sha256}: 'whisper-state' (whisper.cpp: a share group around
+//                whisper_init_state), 'llama-context' (llama-context.cpp: a context stays in the
+//                group it was made in, where llama.cpp makes schedulers again and reuses graphs)
+//                and 'llama-rn-context' (rn-llama.cpp: the target's and the MTP draft's contexts
+//                made in their llama.rn context's group); none where the package's ggml lacks
+//                the ggml_gallocr API
 //   buildFromSource  what the developer must set so that the app compiles the package's C++
 //   rebuild      how the changed C++ gets compiled, where it is not the native app's build
 
@@ -37,7 +39,7 @@ const VERSIONS = [
       },
     ],
     // 2023 ggml_allocr API: galloc has no share groups there.
-    shareEdit: null,
+    shareEdits: [],
     buildFromSource: { gradleProperty: null, ios: null },
   },
   {
@@ -54,11 +56,13 @@ const VERSIONS = [
         sha256: 'e12872b2ed882b5bd887646ae2d16d9eba378e72a96b0d3da3901868d24191d7',
       },
     ],
-    shareEdit: {
-      kind: 'whisper-state',
-      file: 'cpp/whisper.cpp',
-      sha256: '512d2d2ed0b6750ee7cd2ed52098c999d84310d81611dd1ee166f37fac79fec7',
-    },
+    shareEdits: [
+      {
+        kind: 'whisper-state',
+        file: 'cpp/whisper.cpp',
+        sha256: '512d2d2ed0b6750ee7cd2ed52098c999d84310d81611dd1ee166f37fac79fec7',
+      },
+    ],
     buildFromSource: { gradleProperty: null, ios: null },
   },
   {
@@ -80,11 +84,13 @@ const VERSIONS = [
         sha256: '5c26d37ba0cecd500e39a25669317ee15b68f4e6f649d39f112fcea5c3131bfa',
       },
     ],
-    shareEdit: {
-      kind: 'whisper-state',
-      file: 'cpp/whisper.cpp',
-      sha256: '4eeac03d31372e34193f670394de19e625c87878743ca90d39da398c20ace4a6',
-    },
+    shareEdits: [
+      {
+        kind: 'whisper-state',
+        file: 'cpp/whisper.cpp',
+        sha256: '4eeac03d31372e34193f670394de19e625c87878743ca90d39da398c20ace4a6',
+      },
+    ],
     // whisper-rn.podspec: ENV["RNWHISPER_BUILD_FROM_SOURCE"]; Android always builds from source.
     buildFromSource: { gradleProperty: null, ios: 'RNWHISPER_BUILD_FROM_SOURCE=1 pod install' },
   },
@@ -107,11 +113,18 @@ const VERSIONS = [
         sha256: '28b1a301e9d96c1fa2864e738f143852c8998f47627a0385df2ca726b9f3251a',
       },
     ],
-    shareEdit: {
-      kind: 'llama-context',
-      file: 'cpp/llama-context.cpp',
-      sha256: '0821a5fc1726e348b27dff25e29414a44313ca49a07b11029994c3c13fbfb2ee',
-    },
+    shareEdits: [
+      {
+        kind: 'llama-context',
+        file: 'cpp/llama-context.cpp',
+        sha256: '0821a5fc1726e348b27dff25e29414a44313ca49a07b11029994c3c13fbfb2ee',
+      },
+      {
+        kind: 'llama-rn-context',
+        file: 'cpp/rn-llama.cpp',
+        sha256: '475fc27aa2a0507d0a3c25b799cc578515e844a55750d4256b72cc69c93aaff4',
+      },
+    ],
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -130,11 +143,18 @@ const VERSIONS = [
         sha256: '1316142420661c268657b9f32d22f922952af93999853d8b3c9f42ba3362ec4a',
       },
     ],
-    shareEdit: {
-      kind: 'llama-context',
-      file: 'vendor/llama.cpp/src/llama-context.cpp',
-      sha256: '21340d0540c6ca98b78b733906f026a7ded450b283e47c3d1c9a84a19de43132',
-    },
+    shareEdits: [
+      {
+        kind: 'llama-context',
+        file: 'vendor/llama.cpp/src/llama-context.cpp',
+        sha256: '21340d0540c6ca98b78b733906f026a7ded450b283e47c3d1c9a84a19de43132',
+      },
+      {
+        kind: 'llama-rn-context',
+        file: 'cpp/rn-llama.cpp',
+        sha256: '4945b25fe7a4774a2a086f55798e70cf4178a11029f764c25692e8bad832dce3',
+      },
+    ],
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -158,7 +178,7 @@ const VERSIONS = [
     ],
     // llama.cpp without graph reuse, its scheduler made once with the context: a group opened
     // around llama_init_from_model needs nothing more
-    shareEdit: null,
+    shareEdits: [],
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -180,11 +200,18 @@ const VERSIONS = [
         sha256: 'c831e22f7b4a6ac448c9e0c3701256dec3c228db02d48cc03506a9f5cc5f9c82',
       },
     ],
-    shareEdit: {
-      kind: 'llama-context',
-      file: 'cpp/llama-context.cpp',
-      sha256: 'd1afbf228d4612e5bbce4f6cb76b52b5c07f7dd41fb0ba48964e48d93da3e78d',
-    },
+    shareEdits: [
+      {
+        kind: 'llama-context',
+        file: 'cpp/llama-context.cpp',
+        sha256: 'd1afbf228d4612e5bbce4f6cb76b52b5c07f7dd41fb0ba48964e48d93da3e78d',
+      },
+      {
+        kind: 'llama-rn-context',
+        file: 'cpp/rn-llama.cpp',
+        sha256: 'fe5f98666304b12b1fdd62b369c7d56206eddcfe0578df3a92bd91c6263b82f1',
+      },
+    ],
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
   {
@@ -203,11 +230,13 @@ const VERSIONS = [
         sha256: '18e33f23ab45ea89d4583142b05a196cd00bb789b323966214f097b493670160',
       },
     ],
-    shareEdit: {
-      kind: 'whisper-state',
-      file: 'cpp/whisper.cpp/src/whisper.cpp',
-      sha256: 'a884ff3eb3bbf7558958c4d06a299cd8d97d87a7d5c7aac9138b8ff6a2ef04d7',
-    },
+    shareEdits: [
+      {
+        kind: 'whisper-state',
+        file: 'cpp/whisper.cpp/src/whisper.cpp',
+        sha256: 'a884ff3eb3bbf7558958c4d06a299cd8d97d87a7d5c7aac9138b8ff6a2ef04d7',
+      },
+    ],
     buildFromSource: { gradleProperty: null, ios: null },
     rebuild: 'rebuild nodejs-whisper\'s whisper.cpp: `npx nodejs-whisper download` does (its CMake build in ' +
       'node_modules/nodejs-whisper/cpp/whisper.cpp/build)',
