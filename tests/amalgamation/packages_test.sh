@@ -139,14 +139,19 @@ client() {
 # llama_share_check SPEC OUT APP: the members of one llama.rn context in a share group
 # (tests/dropin/llama_share_client.cpp) on the package's llama.cpp with galloc-rn's
 # llama-context.cpp, compiled as build-llama.sh compiled the package's own and linked in its
-# place (libllama.a holds it as an object of its own). compare.cmake: every logit as stock's,
-# with and without the group, and the compute peak smaller with it. Returns 2 where galloc-rn
-# does not edit llama-context.cpp.
+# place (libllama.a holds it as an object of its own), the group opened by galloc-rn's helper
+# cut from its rn-llama.cpp, which must itself compile against the package's headers.
+# compare.cmake: every logit as stock's, with and without the group, and the compute peak
+# smaller with it. Returns 2 where galloc-rn does not edit llama-context.cpp.
 llama_share_check() {
-    local spec=$1 out=$2 app=$3 dir=$2/llama_share patched
-    patched=$(grep -rl --include=llama-context.cpp 'galloc_rn_join(this)' "$app/node_modules/${spec%@*}" | head -n1)
+    local spec=$1 out=$2 app=$3 dir=$2/llama_share patched rn pkg=$app/node_modules/${spec%@*}
+    patched=$(grep -rl --include=llama-context.cpp 'galloc_rn_join(this)' "$pkg" | head -n1)
     [[ -n $patched ]] || return 2
+    rn=$pkg/cpp/rn-llama.cpp
+    grep -q galloc_rn_in_context_group "$rn" || { echo "galloc-rn did not open a share group in $rn"; return 1; }
     rm -rf "$dir" && mkdir -p "$dir"
+    sed -n "/^\/\/ galloc-rn: a llama.rn context's llama.cpp contexts in one share group\./,/^\/\/ galloc-rn: end of the share group helper\.\$/p" \
+        "$rn" >"$dir/rn_llama_group.hpp"
     (
         NPM_SPEC=$spec
         # shellcheck source=../../integrations/ggml/package.sh
@@ -155,19 +160,25 @@ llama_share_check() {
             package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
         done
         local -a flags link=()
-        local w kind context
+        local w kind context helper
         read -r -a flags <<<"$(sed -n 's/^flags=//p' "$out/llama/.libllama.stamp")"
         "$CXX" "${flags[@]}" -c "$patched" -o "$dir/llama-context-patched.o" || exit 1
+        local -a rn_includes=()
+        for w in cpp cpp/common cpp/tools/mtmd vendor vendor/llama.cpp vendor/llama.cpp/include \
+                 vendor/llama.cpp/common vendor/llama.cpp/ggml/include vendor/llama.cpp/tools/mtmd vendor/llama.cpp/src; do
+            [[ -d $pkg/$w ]] && rn_includes+=("-I$pkg/$w")
+        done
+        "$CXX" -std=c++17 -fsyntax-only "${rn_includes[@]}" "$rn" || exit 1
         for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
             package_rename <(echo "$w") "$dir/wrap"
             link+=("-Wl,--wrap=$(cat "$dir/wrap")")
         done
-        "$CXX" -std=c++17 -O1 -I"$dir" -isystem "$out/llama/include" -isystem "$out/include" \
-            -c "$dir/llama_share_client.cpp" -o "$dir/llama_share_client.o" || exit 1
         for kind in stock galloc; do
-            context=()
-            [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o")
-            "$CXX" "$dir/llama_share_client.o" "${context[@]}" "$out/llama/libllama.a" "$out/libggml-$kind.a" \
+            context=() helper=()
+            [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o") helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"')
+            "$CXX" -std=c++17 -O1 "${helper[@]}" -I"$dir" -isystem "$out/llama/include" -isystem "$out/include" \
+                -c "$dir/llama_share_client.cpp" -o "$dir/llama_share_client_$kind.o" || exit 1
+            "$CXX" "$dir/llama_share_client_$kind.o" "${context[@]}" "$out/llama/libllama.a" "$out/libggml-$kind.a" \
                 -lpthread -lm -ldl "${link[@]}" "${LINK_FLAGS[@]}" -o "$dir/llama_share_client_$kind" || exit 1
         done
     ) >"$dir.log" 2>&1 || { tail -n 20 "$dir.log"; return 1; }

@@ -9,9 +9,12 @@
 // Every logit must be bit-identical to stock's (compare.cmake), which needs galloc-rn's edit to
 // llama-context.cpp: a context reuses its graph only while no other member allocated since,
 // and makes its scheduler again inside its group. With "share" as the second argument the
-// members are made inside the group "llama.rn-context", and the compute memory held at the
+// members are made inside one share group, and the compute memory held at the
 // peak must be the largest member's need, not the sum: one compute buffer while both live.
 //
+// The group is opened as llama.rn's code opens it after galloc-rn apply: by the helper that
+// galloc-rn wrote into rn-llama.cpp, cut from there into the header that GALLOC_RN_LLAMA_GROUP
+// names (tests/amalgamation/packages_test.sh); the stock build has none and runs unshared only.
 // Compute memory is counted by buffer usage (compute_memory.hpp).
 #include <algorithm>
 #include <cstddef>
@@ -26,24 +29,23 @@
 #include "llama_model.hpp"
 #include "test_support.hpp"
 
-// galloc-ggml.h's, defined by the drop-in only: weak, so that the stock build links.
-extern "C" {
-__attribute__((weak)) bool galloc_ggml_share_begin(const char* name);
-__attribute__((weak)) bool galloc_ggml_share_end(void);
-}
+#ifdef GALLOC_RN_LLAMA_GROUP
+#include GALLOC_RN_LLAMA_GROUP
+#endif
 
 namespace {
 
 using namespace galloc::dropin_test;
 
-constexpr const char* kGroup = "llama.rn-context";
-
 // Makes a context on `model`, inside the group when sharing (llama.rn's loadModel,
 // createMTPDraftContext).
 llama_context* make_context(llama_model* model, const llama_context_params& params, bool share, const char* what) {
-  if (share && !galloc_ggml_share_begin(kGroup)) fail(std::string("share_begin for the ") + what);
-  llama_context* ctx = llama_init_from_model(model, params);
-  if (share && !galloc_ggml_share_end()) fail(std::string("share_end for the ") + what);
+  llama_context* ctx = nullptr;
+#ifdef GALLOC_RN_LLAMA_GROUP
+  static const int rn_context = 0;  // stands for the llama.rn context, whose address names the group
+  if (share) ctx = galloc_rn_in_context_group(&rn_context, [&] { return llama_init_from_model(model, params); });
+#endif
+  if (!share) ctx = llama_init_from_model(model, params);
   if (ctx == nullptr) fail(std::string("llama_init_from_model: ") + what);
   return ctx;
 }
@@ -83,7 +85,9 @@ int main(int argc, char** argv) {
   if (argc < 2) fail("usage: llama_share_client MODEL [share]");
   const std::string path = argv[1];
   const bool share = argc > 2 && std::string(argv[2]) == "share";
-  if (share && galloc_ggml_share_begin == nullptr) fail("share: this build has no galloc drop-in");
+#ifndef GALLOC_RN_LLAMA_GROUP
+  if (share) fail("share: built without galloc-rn's helper (GALLOC_RN_LLAMA_GROUP)");
+#endif
   llama_log_set(
       [](ggml_log_level level, const char* text, void*) {
         if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
