@@ -145,8 +145,29 @@ const LLAMA_CONDITIONS = [
 ];
 const LLAMA_BEFORE = 'llama_context::llama_context(';
 
+// galloc-ggml.h's functions as a package with `prefix` names them, declared for its own code.
+const SHARE_FUNCTIONS = {
+  begin: (g) => `bool ${g}_begin(const char * name)`,
+  end: (g) => `bool ${g}_end(void)`,
+  group: (g) => `const char * ${g}_group(void)`,
+  generation: (g) => `unsigned long long ${g}_generation(const char * name)`,
+};
+function shareName(prefix) {
+  return `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
+}
+function shareDeclarations(prefix, uses) {
+  return uses.map((u) => `extern "C" ${SHARE_FUNCTIONS[u](shareName(prefix))};\n`).join('');
+}
+
+// text without the block from the line `begin` to the line `end` and the empty line after it
+function removeBlock(text, begin, end) {
+  const from = text.indexOf(begin);
+  const to = text.indexOf(end);
+  return from >= 0 && to > from ? text.slice(0, from) + text.slice(to + end.length + 2) : text;
+}
+
 function llamaBlock(prefix, toolVersion) {
-  const g = `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
+  const g = shareName(prefix);
   return `${LLAMA_BEGIN} Written by galloc-rn
 // ${toolVersion} (\`npx galloc-rn revert\` removes it). The context notes the group open on the
 // thread when it is made, opens it again when it makes its scheduler again, and computes a graph
@@ -156,11 +177,7 @@ function llamaBlock(prefix, toolVersion) {
 #include <mutex>
 #include <string>
 
-extern "C" bool ${g}_begin(const char * name);
-extern "C" bool ${g}_end(void);
-extern "C" const char * ${g}_group(void);
-extern "C" unsigned long long ${g}_generation(const char * name);
-
+${shareDeclarations(prefix, ['begin', 'end', 'group', 'generation'])}
 namespace {
 
 struct galloc_rn_member {
@@ -260,10 +277,7 @@ function shareLlamaContext(text, prefix, toolVersion) {
 
 // The inverse of shareLlamaContext (unchecked, as unshareWhisper).
 function unshareLlamaContext(text) {
-  let out = text;
-  const begin = out.indexOf(LLAMA_BEGIN);
-  const end = out.indexOf(LLAMA_END);
-  if (begin >= 0 && end > begin) out = out.slice(0, begin) + out.slice(end + LLAMA_END.length + 2);
+  let out = removeBlock(text, LLAMA_BEGIN, LLAMA_END);
   out = out.split('\n').filter((l) => !l.endsWith(LLAMA_LINE_MARK)).join('\n');
   for (const [from, to] of LLAMA_CONDITIONS) out = replaceInLine(out, to, from) ?? out;
   return out;
@@ -285,17 +299,14 @@ const RN_CALLS = [
 ];
 
 function rnBlock(prefix, toolVersion) {
-  const g = `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
+  const g = shareName(prefix);
   return `${RN_BEGIN} Written by galloc-rn
 // ${toolVersion} (\`npx galloc-rn revert\` removes it). The target's context and the MTP draft's
 // decode one after another, so they can hold one compute buffer (galloc-ggml.h); the edit to
 // llama-context.cpp keeps each in its group when llama.cpp makes its scheduler again.
 #include <cstdio>
 
-extern "C" bool ${g}_begin(const char * name);
-extern "C" bool ${g}_end(void);
-extern "C" const char * ${g}_group(void);
-
+${shareDeclarations(prefix, ['begin', 'end', 'group'])}
 namespace {
 
 // make(), inside the share group of the llama.rn context at rn_context, unless a group is open
@@ -330,10 +341,7 @@ function shareRnLlama(text, prefix, toolVersion) {
 
 // The inverse of shareRnLlama (unchecked, as unshareWhisper).
 function unshareRnLlama(text) {
-  let out = text;
-  const begin = out.indexOf(RN_BEGIN);
-  const end = out.indexOf(RN_END);
-  if (begin >= 0 && end > begin) out = out.slice(0, begin) + out.slice(end + RN_END.length + 2);
+  let out = removeBlock(text, RN_BEGIN, RN_END);
   for (const [from, to] of RN_CALLS) out = replaceLine(out, to, from) ?? out;
   return out;
 }
