@@ -56,19 +56,7 @@ void run(llama_model* model, const char* label, bool flash_attn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string path = argc > 1 ? argv[1] : "tiny-llama.gguf";
-  llama_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
-      },
-      nullptr);
-  llama_backend_init();
-  write_llama_model(path);
-  llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
-  mp.progress_callback = [](float, void*) { return true; };  // no progress dots
-  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
-  if (model == nullptr) fail("cannot load " + path);
+  llama_model* model = write_and_load_llama_model(argc > 1 ? argv[1] : "tiny-llama.gguf");
   run(model, "attn", false);
   run(model, "flash_attn", true);
   llama_model_free(model);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,24 @@ auto set_flash_attn(Params& params, bool on, int) -> decltype(params.flash_attn_
 template <typename Params>
 void set_flash_attn(Params& params, bool on, long) {
   params.flash_attn = on;
+}
+
+// llama.cpp's log to stderr, errors only; the backends; the tiny model written to `path` and
+// loaded on the CPU.
+inline llama_model* write_and_load_llama_model(const std::string& path) {
+  llama_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+  llama_backend_init();
+  write_llama_model(path);
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.progress_callback = [](float, void*) { return true; };  // no progress dots
+  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
+  if (model == nullptr) fail("cannot load " + path);
+  return model;
 }
 
 // A context for the tiny model: 128 positions, batches of up to 32 tokens, one sequence.

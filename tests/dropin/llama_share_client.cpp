@@ -88,18 +88,7 @@ int main(int argc, char** argv) {
 #ifndef GALLOC_RN_LLAMA_GROUP
   if (share) fail("share: built without galloc-rn's helper (GALLOC_RN_LLAMA_GROUP)");
 #endif
-  llama_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
-      },
-      nullptr);
-  llama_backend_init();
-  write_llama_model(path);
-  llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
-  mp.progress_callback = [](float, void*) { return true; };  // no progress dots
-  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
-  if (model == nullptr) fail("cannot load " + path);
+  llama_model* model = write_and_load_llama_model(path);
 
   const std::vector<llama_token> prompt = {1, 17, 33, 5, 99, 120, 64, 2, 77};
   Member target;
