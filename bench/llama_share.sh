@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A llama.rn context's target and MTP-style draft in one share group, on llama.rn 0.12.9's
+# llama.cpp as galloc-rn patches it, at Qwen2.5-0.5B's real dimensions (weights all zero: a
+# file that is a hole on disk). Builds bench/llama_share_bench.cpp once against stock ggml and
+# once against galloc's with galloc-rn's llama-context.cpp and helper, as
+# tests/amalgamation/packages_test.sh built them, and runs both. Ends with one line per case:
+#   SHARE <case> stock=<bytes> shared=<bytes> largest=<bytes> identical=<0|1>
+# stock: the compute memory held at the peak without galloc; shared: with the group; largest:
+# the larger member's own buffer (galloc, unshared); identical: every target logit as stock's.
+#
+# usage: llama_share.sh [ROUNDS [TOKENS]]     (default 3 rounds of 16 tokens)
+# Needs `make test` (its packages test builds llama.rn 0.12.9 as shipped and as patched) and
+# `make build` (llama_real_dims writes the model).
+set -euo pipefail
+ROUNDS=${1:-3} TOKENS=${2:-16}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PKG=${GALLOC_CACHE_DIR:-$HOME/.cache/galloc}/ggml/as-shipped/llama.rn-0.12.9
+PATCHED=$PKG/llama_share
+REAL_DIMS=$ROOT/build/tests/dropin/galloc_llama_real_dims_llama-rn-0.12.9_stock
+OUT=$ROOT/build/bench/llama_share
+die() { echo "llama_share.sh: $*" >&2; exit 1; }
+[[ -s $PATCHED/rn_llama_group.hpp && -s $PATCHED/llama-context-patched.o && -s $PKG/llama/libllama.a ]] ||
+    die "no llama.rn 0.12.9 as galloc-rn patches it in $PKG: run make test first (its packages test builds it)"
+[[ -x $REAL_DIMS ]] || die "no $REAL_DIMS: run make build first"
+mkdir -p "$OUT"
+"$REAL_DIMS" qwen2.5-0.5b 512 128 attn "$OUT" >/dev/null || die "could not write the model"
+
+(
+    NPM_SPEC=llama.rn@0.12.9 GALLOC_GGML_AS_SHIPPED=1
+    # shellcheck source=../integrations/ggml/package.sh
+    source "$ROOT/integrations/ggml/package.sh"
+    for f in bench/llama_share_bench.cpp bench/median.hpp tests/dropin/test_support.hpp tests/dropin/llama_model.hpp \
+             tests/dropin/compute_memory.hpp; do
+        package_rename "$ROOT/$f" "$OUT/$(basename "$f")"
+    done
+    cp "$PATCHED/rn_llama_group.hpp" "$OUT/"
+    link=()
+    for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
+        link+=("-Wl,--wrap=lm_$w")
+    done
+    for kind in stock galloc; do
+        helper=() context=()
+        [[ $kind == galloc ]] && helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"') \
+                                 context=("$PATCHED/llama-context-patched.o")
+        clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/llama/include" -isystem "$PKG/include" \
+            -c "$OUT/llama_share_bench.cpp" -o "$OUT/llama_share_bench_$kind.o"
+        clang++ "$OUT/llama_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$PKG/libggml-$kind.a" \
+            -lpthread -lm -ldl "${link[@]}" -o "$OUT/llama_share_bench_$kind"
+    done
+) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
+
+MODEL=$OUT/qwen2.5-0.5b.gguf
+"$OUT/llama_share_bench_stock" "$MODEL" 1 "$TOKENS" | tee "$OUT/stock.txt"
+GALLOC_STRATEGY=best "$OUT/llama_share_bench_galloc" "$MODEL" "$ROUNDS" "$TOKENS" | tee "$OUT/galloc.txt"
+
+field() { sed -n "s/^$1: .*$2 \([0-9a-f]*\).*/\1/p" "$OUT/$3.txt"; }
+identical=0
+[[ $(field stock logits stock) == "$(field shared logits galloc)" ]] && identical=1
+echo "SHARE target-draft stock=$(field stock 'compute peak' stock) shared=$(field shared 'compute peak' galloc)" \
+     "largest=$(field unshared 'larger member' galloc) identical=$identical"
