@@ -203,10 +203,12 @@ void galloc_rn_leave(const llama_context * ctx) {
     galloc_rn_members.erase(ctx);
 }
 
-// Opens the context's group while sched_reserve makes and reserves its scheduler, unless a
-// group is open on the thread already (the context is being made inside it).
+// Opens the context's group while sched_reserve makes and reserves its scheduler. Open already
+// when the context is being made inside it; another group open on the thread (a context being
+// made elsewhere decodes this one) is set aside meanwhile.
 struct galloc_rn_reopen {
     bool began = false;
+    std::string outer;
     explicit galloc_rn_reopen(const llama_context * ctx) {
         std::string group;
         {
@@ -216,13 +218,22 @@ struct galloc_rn_reopen {
                 group = it->second.group;
             }
         }
-        if (!group.empty() && ${g}_group() == nullptr) {
-            began = ${g}_begin(group.c_str());
+        const char * open = ${g}_group();
+        if (group.empty() || (open != nullptr && group == open)) {
+            return;
         }
+        if (open != nullptr) {
+            outer = open;
+            ${g}_end();
+        }
+        began = ${g}_begin(group.c_str());
     }
     ~galloc_rn_reopen() {
         if (began) {
             ${g}_end();
+        }
+        if (!outer.empty()) {
+            ${g}_begin(outer.c_str());
         }
     }
     galloc_rn_reopen(const galloc_rn_reopen &) = delete;
