@@ -79,6 +79,20 @@ void take_turns(Member& draft, Member& target, int tokens, const std::string& ro
   }
 }
 
+// The compute buffers while target and draft live, after the target's scheduler was made
+// again: with the group one, the group's (a scheduler made outside it gets a buffer of its own).
+void report_buffers(bool share, const std::string& step) {
+  forget_released();
+  const std::size_t buffers = memory().compute.size();
+  if (share && buffers != 1) fail(step + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
+  std::size_t largest = 0;  // unshared: the largest member's own buffer; shared: the group's
+  for (const auto& [buffer, is_compute] : memory().compute) {
+    if (is_compute) largest = std::max(largest, memory().sizes[buffer]);
+  }
+  info("llama_share." + step + ".compute_buffers",
+       std::to_string(buffers) + ", the largest " + std::to_string(largest));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,21 +125,21 @@ int main(int argc, char** argv) {
     draft.start(prompt, r + ".prompt");
     take_turns(draft, target, 4, r);
     // An image's non-causal decode: the target's scheduler is made again at decode time, on
-    // this thread, where no share group is open.
+    // this thread, where no share group is open; in the second round another group is open
+    // meanwhile (something else being made), and the scheduler must still join its own.
+#ifdef GALLOC_RN_LLAMA_GROUP
+    const bool outer = share && round == 1;
+    if (outer && !galloc_ggml_share_begin("another llama.rn context")) fail("share_begin of another group");
+#endif
     llama_set_causal_attn(target.ctx, false);
     target.decode({3, 4, 5, 6}, r + ".noncausal4");
+    report_buffers(share, r + ".noncausal4");
+#ifdef GALLOC_RN_LLAMA_GROUP
+    if (outer && !galloc_ggml_share_end()) fail("share_end of another group");
+#endif
     llama_set_causal_attn(target.ctx, true);
     take_turns(draft, target, 3, r + ".after");
-    forget_released();
-    const std::size_t buffers = memory().compute.size();
-    if (share && buffers != 1)
-      fail(r + ": " + std::to_string(buffers) + " compute buffers after the target's scheduler was made again: " +
-           "with the group, one (a scheduler made again outside the group gets a buffer of its own)");
-    std::size_t largest = 0;  // unshared: the largest member's own buffer; shared: the group's
-    for (const auto& [buffer, is_compute] : memory().compute) {
-      if (is_compute) largest = std::max(largest, memory().sizes[buffer]);
-    }
-    info("llama_share." + r + ".compute_buffers", std::to_string(buffers) + ", the largest " + std::to_string(largest));
+    report_buffers(share, r + ".after");
     llama_free(draft.ctx);
   }
 
