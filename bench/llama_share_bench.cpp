@@ -43,17 +43,7 @@ struct Run {
   std::uint64_t logits = 0xcbf29ce484222325ull;
 };
 
-llama_context_params bench_params() {
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 512;
-  cp.n_batch = 128;
-  cp.n_ubatch = 128;
-  cp.n_seq_max = 1;
-  cp.n_threads = 2;
-  cp.n_threads_batch = 2;
-  cp.no_perf = true;
-  return cp;
-}
+llama_context_params bench_params() { return context_params(512, 128); }
 
 llama_context* make_context(llama_model* model, bool shared) {
   llama_context* ctx = nullptr;
@@ -133,17 +123,7 @@ int main(int argc, char** argv) {
   if (argc != 4) fail("usage: llama_share_bench MODEL.gguf ROUNDS TOKENS");
   const int rounds = std::atoi(argv[2]), tokens = std::atoi(argv[3]);
   if (rounds < 1 || tokens < 1) fail("ROUNDS and TOKENS must be at least 1");
-  llama_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
-      },
-      nullptr);
-  llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
-  mp.progress_callback = [](float, void*) { return true; };
-  llama_model* model = llama_model_load_from_file(argv[1], mp);
-  if (model == nullptr) fail(std::string("cannot load ") + argv[1]);
+  llama_model* model = load_llama_model(argv[1]);
 #ifdef GALLOC_RN_LLAMA_GROUP
   std::vector<double> alone_ratio, turns_ratio;
   Run unshared, shared;

@@ -87,16 +87,14 @@ void set_flash_attn(Params& params, bool on, long) {
   params.flash_attn = on;
 }
 
-// llama.cpp's log to stderr, errors only; the backends; the tiny model written to `path` and
-// loaded on the CPU.
-inline llama_model* write_and_load_llama_model(const std::string& path) {
+// llama.cpp's log to stderr, errors only; the backends; the model at `path` loaded on the CPU.
+inline llama_model* load_llama_model(const std::string& path) {
   llama_log_set(
       [](ggml_log_level level, const char* text, void*) {
         if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
       },
       nullptr);
   llama_backend_init();
-  write_llama_model(path);
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   mp.progress_callback = [](float, void*) { return true; };  // no progress dots
@@ -105,16 +103,28 @@ inline llama_model* write_and_load_llama_model(const std::string& path) {
   return model;
 }
 
-// A context for the tiny model: 128 positions, batches of up to 32 tokens, one sequence.
-inline llama_context_params tiny_context_params(bool flash_attn) {
+// load_llama_model of the tiny model, written to `path` first.
+inline llama_model* write_and_load_llama_model(const std::string& path) {
+  write_llama_model(path);
+  return load_llama_model(path);
+}
+
+// A context of n_ctx positions, batches of up to n_ubatch tokens, one sequence, two threads.
+inline llama_context_params context_params(std::uint32_t n_ctx, std::uint32_t n_ubatch) {
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 128;
-  cp.n_batch = 32;
-  cp.n_ubatch = 32;
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_ubatch;
+  cp.n_ubatch = n_ubatch;
   cp.n_seq_max = 1;
   cp.n_threads = 2;
   cp.n_threads_batch = 2;
   cp.no_perf = true;
+  return cp;
+}
+
+// A context for the tiny model: 128 positions, batches of up to 32 tokens, one sequence.
+inline llama_context_params tiny_context_params(bool flash_attn) {
+  llama_context_params cp = context_params(128, 32);
   set_flash_attn(cp, flash_attn, 0);
   return cp;
 }

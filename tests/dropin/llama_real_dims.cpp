@@ -168,26 +168,9 @@ int main(int argc, char** argv) {
   const std::string path = std::string(argv[5]) + "/" + model_dims->name + ".gguf";
   if (!std::filesystem::exists(path)) write_real_model(*model_dims, path);
 
-  llama_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
-      },
-      nullptr);
-  llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
-  mp.load_mode = LLAMA_LOAD_MODE_MMAP;  // the weights stay in the file's hole
-  mp.progress_callback = [](float, void*) { return true; };
-  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
-  if (model == nullptr) fail("cannot load " + path);
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<std::uint32_t>(n_ctx);
-  cp.n_batch = static_cast<std::uint32_t>(n_ubatch);
-  cp.n_ubatch = static_cast<std::uint32_t>(n_ubatch);
-  cp.n_seq_max = 1;
-  cp.n_threads = 2;
-  cp.n_threads_batch = 2;
-  cp.no_perf = true;
+  // llama.cpp maps the file (its default load mode): the weights stay in the file's hole
+  llama_model* model = load_llama_model(path);
+  llama_context_params cp = context_params(static_cast<std::uint32_t>(n_ctx), static_cast<std::uint32_t>(n_ubatch));
   set_flash_attn(cp, attention == "flash", 0);
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) fail("llama_init_from_model");
