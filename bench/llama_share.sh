@@ -30,7 +30,7 @@ mkdir -p "$OUT"
     # shellcheck source=../integrations/ggml/package.sh
     source "$ROOT/integrations/ggml/package.sh"
     for f in bench/llama_share_bench.cpp bench/median.hpp tests/dropin/test_support.hpp tests/dropin/llama_model.hpp \
-             tests/dropin/compute_memory.hpp; do
+             tests/dropin/compute_memory.hpp tests/dropin/llama_share_group.hpp; do
         package_rename "$ROOT/$f" "$OUT/$(basename "$f")"
     done
     cp "$PATCHED/rn_llama_group.hpp" "$OUT/"

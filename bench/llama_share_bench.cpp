@@ -11,9 +11,8 @@
 //
 // Prints per mode the median milliseconds per target token (alone, taking turns), the compute
 // memory held at the peak, the larger member's buffer and a hash of every target logit; in a
-// build with the helper (GALLOC_RN_LLAMA_GROUP) also the shared/unshared ratios, the median of
+// build with galloc-rn's helper (llama_share_group.hpp) also the shared/unshared ratios, the median of
 // each round's. Compute memory is counted by buffer usage (compute_memory.hpp).
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,12 +25,9 @@
 #include "ggml.h"
 #include "llama.h"
 #include "llama_model.hpp"
+#include "llama_share_group.hpp"
 #include "median.hpp"
 #include "test_support.hpp"
-
-#ifdef GALLOC_RN_LLAMA_GROUP
-#include GALLOC_RN_LLAMA_GROUP
-#endif
 
 namespace {
 
@@ -43,16 +39,8 @@ struct Run {
   std::uint64_t logits = 0xcbf29ce484222325ull;
 };
 
-llama_context_params bench_params() { return context_params(512, 128); }
-
 llama_context* make_context(llama_model* model, bool shared) {
-  llama_context* ctx = nullptr;
-#ifdef GALLOC_RN_LLAMA_GROUP
-  static const int rn_context = 0;  // stands for the llama.rn context, whose address names the group
-  if (shared)
-    ctx = galloc_rn_in_context_group(&rn_context, [&] { return llama_init_from_model(model, bench_params()); });
-#endif
-  if (!shared) ctx = llama_init_from_model(model, bench_params());
+  llama_context* ctx = make_llama_context(model, context_params(512, 128), shared);
   if (ctx == nullptr) fail("llama_init_from_model");
   return ctx;
 }
@@ -77,7 +65,7 @@ struct Decoder {
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)));
     const float* logits = llama_get_logits_ith(ctx, -1);
     hash = fnv1a(logits, static_cast<std::size_t>(n_vocab) * sizeof(float), hash);
-    next = argmax(logits, n_vocab) % 1000;
+    next = argmax(logits, n_vocab);
     return took.count();
   }
 };
@@ -99,17 +87,14 @@ Run run(llama_model* model, bool shared, int tokens) {
       draft.decode({draft.next}, draft_logits);
       r.turns_ms.push_back(target.decode({target.next}, r.logits));
     }
-    forget_released();
-    for (const auto& [buffer, is_compute] : memory().compute) {
-      if (is_compute) r.larger = std::max(r.larger, memory().sizes[buffer]);
-    }
+    r.larger = largest_compute_buffer();
   }
   forget_released();
   r.peak = memory().peak - memory().live;
   return r;
 }
 
-void print(const char* mode, Run& r) {
+void print(const char* mode, const Run& r) {
   std::printf(
       "%s: %.2f ms per target token alone, %.2f taking turns; compute peak %zu bytes, larger member %zu;"
       " logits %s\n",
@@ -124,27 +109,27 @@ int main(int argc, char** argv) {
   const int rounds = std::atoi(argv[2]), tokens = std::atoi(argv[3]);
   if (rounds < 1 || tokens < 1) fail("ROUNDS and TOKENS must be at least 1");
   llama_model* model = load_llama_model(argv[1]);
-#ifdef GALLOC_RN_LLAMA_GROUP
-  std::vector<double> alone_ratio, turns_ratio;
-  Run unshared, shared;
-  for (int round = 0; round < rounds; ++round) {
-    // by turns, each mode first in every other round
-    if (round % 2 == 0) unshared = run(model, false, tokens);
-    shared = run(model, true, tokens);
-    if (round % 2 == 1) unshared = run(model, false, tokens);
-    if (unshared.logits != shared.logits) fail("shared and unshared targets computed different logits");
-    alone_ratio.push_back(galloc::bench::median(shared.alone_ms) / galloc::bench::median(unshared.alone_ms));
-    turns_ratio.push_back(galloc::bench::median(shared.turns_ms) / galloc::bench::median(unshared.turns_ms));
+  if (kHasShareGroups) {
+    std::vector<double> alone_ratio, turns_ratio;
+    Run unshared, shared;
+    for (int round = 0; round < rounds; ++round) {
+      // by turns, each mode first in every other round
+      if (round % 2 == 0) unshared = run(model, false, tokens);
+      shared = run(model, true, tokens);
+      if (round % 2 == 1) unshared = run(model, false, tokens);
+      if (unshared.logits != shared.logits) fail("shared and unshared targets computed different logits");
+      alone_ratio.push_back(galloc::bench::median(shared.alone_ms) / galloc::bench::median(unshared.alone_ms));
+      turns_ratio.push_back(galloc::bench::median(shared.turns_ms) / galloc::bench::median(unshared.turns_ms));
+    }
+    print("unshared", unshared);
+    print("shared", shared);
+    std::printf("ratio shared/unshared per target token: alone %.3f, taking turns %.3f (median of %d rounds)\n",
+                galloc::bench::median(alone_ratio), galloc::bench::median(turns_ratio), rounds);
+  } else {
+    Run stock;
+    for (int round = 0; round < rounds; ++round) stock = run(model, false, tokens);
+    print("stock", stock);
   }
-  print("unshared", unshared);
-  print("shared", shared);
-  std::printf("ratio shared/unshared per target token: alone %.3f, taking turns %.3f (median of %d rounds)\n",
-              galloc::bench::median(alone_ratio), galloc::bench::median(turns_ratio), rounds);
-#else
-  Run stock;
-  for (int round = 0; round < rounds; ++round) stock = run(model, false, tokens);
-  print("stock", stock);
-#endif
   llama_model_free(model);
   llama_backend_free();
   return 0;

@@ -156,7 +156,7 @@ llama_share_check() {
         NPM_SPEC=$spec
         # shellcheck source=../../integrations/ggml/package.sh
         source "$ROOT/integrations/ggml/package.sh"
-        for f in llama_share_client.cpp test_support.hpp llama_model.hpp compute_memory.hpp; do
+        for f in llama_share_client.cpp llama_share_group.hpp test_support.hpp llama_model.hpp compute_memory.hpp; do
             package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
         done
         local -a flags link=()

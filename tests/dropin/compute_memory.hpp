@@ -48,6 +48,16 @@ inline void forget_released() {
   }
 }
 
+// The largest compute buffer held now (released ones forgotten first).
+inline size_t largest_compute_buffer() {
+  forget_released();
+  size_t largest = 0;
+  for (const auto& [buffer, is_compute] : memory().compute) {
+    if (is_compute) largest = std::max(largest, memory().sizes[buffer]);
+  }
+  return largest;
+}
+
 }  // namespace galloc::dropin_test
 
 extern "C" {

@@ -12,10 +12,9 @@
 // members are made inside one share group, and the compute memory held at the
 // peak must be the largest member's need, not the sum: one compute buffer while both live.
 //
-// The group is opened as llama.rn's code opens it after galloc-rn apply: by the helper that
-// galloc-rn wrote into rn-llama.cpp, cut from there into the header that GALLOC_RN_LLAMA_GROUP
-// names (tests/amalgamation/packages_test.sh); the stock build has none and runs unshared only.
-// Compute memory is counted by buffer usage (compute_memory.hpp).
+// The group is opened as llama.rn's code opens it after galloc-rn apply (llama_share_group.hpp);
+// the stock build runs unshared only. Compute memory is counted by buffer usage
+// (compute_memory.hpp).
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
@@ -27,11 +26,8 @@
 #include "ggml.h"
 #include "llama.h"
 #include "llama_model.hpp"
+#include "llama_share_group.hpp"
 #include "test_support.hpp"
-
-#ifdef GALLOC_RN_LLAMA_GROUP
-#include GALLOC_RN_LLAMA_GROUP
-#endif
 
 namespace {
 
@@ -40,12 +36,7 @@ using namespace galloc::dropin_test;
 // Makes a context on `model`, inside the group when sharing (llama.rn's loadModel,
 // createMTPDraftContext).
 llama_context* make_context(llama_model* model, const llama_context_params& params, bool share, const char* what) {
-  llama_context* ctx = nullptr;
-#ifdef GALLOC_RN_LLAMA_GROUP
-  static const int rn_context = 0;  // stands for the llama.rn context, whose address names the group
-  if (share) ctx = galloc_rn_in_context_group(&rn_context, [&] { return llama_init_from_model(model, params); });
-#endif
-  if (!share) ctx = llama_init_from_model(model, params);
+  llama_context* ctx = make_llama_context(model, params, share);
   if (ctx == nullptr) fail(std::string("llama_init_from_model: ") + what);
   return ctx;
 }
@@ -82,13 +73,10 @@ void take_turns(Member& draft, Member& target, int tokens, const std::string& ro
 // The compute buffers while target and draft live, after the target's scheduler was made
 // again: with the group one, the group's (a scheduler made outside it gets a buffer of its own).
 void report_buffers(bool share, const std::string& step) {
-  forget_released();
+  // unshared: the largest member's own buffer; shared: the group's
+  const std::size_t largest = largest_compute_buffer();
   const std::size_t buffers = memory().compute.size();
   if (share && buffers != 1) fail(step + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
-  std::size_t largest = 0;  // unshared: the largest member's own buffer; shared: the group's
-  for (const auto& [buffer, is_compute] : memory().compute) {
-    if (is_compute) largest = std::max(largest, memory().sizes[buffer]);
-  }
   info("llama_share." + step + ".compute_buffers",
        std::to_string(buffers) + ", the largest " + std::to_string(largest));
 }
@@ -99,9 +87,7 @@ int main(int argc, char** argv) {
   if (argc < 2) fail("usage: llama_share_client MODEL [share]");
   const std::string path = argv[1];
   const bool share = argc > 2 && std::string(argv[2]) == "share";
-#ifndef GALLOC_RN_LLAMA_GROUP
-  if (share) fail("share: built without galloc-rn's helper (GALLOC_RN_LLAMA_GROUP)");
-#endif
+  if (share && !kHasShareGroups) fail("share: built without galloc-rn's helper (GALLOC_RN_LLAMA_GROUP)");
   llama_model* model = write_and_load_llama_model(path);
 
   const std::vector<llama_token> prompt = {1, 17, 33, 5, 99, 120, 64, 2, 77};

@@ -73,14 +73,30 @@ function cppLine(line) {
   return line.replace(/ggml-alloc\.c$/, 'ggml-alloc.cpp');
 }
 
+// galloc-ggml.h's functions as a package with `prefix` names them, declared for its own code.
+const SHARE_FUNCTIONS = {
+  begin: (g) => `bool ${g}_begin(const char * name)`,
+  end: (g) => `bool ${g}_end(void)`,
+  group: (g) => `const char * ${g}_group(void)`,
+  generation: (g) => `unsigned long long ${g}_generation(const char * name)`,
+};
+function shareName(prefix) {
+  return `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
+}
+function shareDeclarations(prefix, uses) {
+  return uses.map((u) => `extern "C" ${SHARE_FUNCTIONS[u](shareName(prefix))};\n`).join('');
+}
+
 // whisper.cpp: whisper_init_state, defined in the file, becomes a static
 // whisper_init_state_unshared; a wrapper with the public name, appended at the end, opens a
 // share group for the state's schedulers (conv, encode, cross, decode).
 const BLOCK_MARKER = '// galloc-rn: every whisper state in a share group of its own.';
 const UNSHARED = 'static struct whisper_state * whisper_init_state_unshared(whisper_context * ctx) {';
 
+const WHISPER_USES = ['begin', 'end'];
+
 function shareBlock(prefix, toolVersion) {
-  const p = prefix ? `${prefix}_` : '';
+  const g = shareName(prefix);
   return `
 ${BLOCK_MARKER} Written by galloc-rn ${toolVersion}
 // (\`npx galloc-rn revert\` removes it). The state's four schedulers (conv, encode, cross,
@@ -89,18 +105,16 @@ ${BLOCK_MARKER} Written by galloc-rn ${toolVersion}
 #include <atomic>
 #include <cstdio>
 
-extern "C" bool galloc_${p}ggml_share_begin(const char * name);
-extern "C" bool galloc_${p}ggml_share_end(void);
-
+${shareDeclarations(prefix, WHISPER_USES)}
 struct whisper_state * whisper_init_state(whisper_context * ctx) {
     static std::atomic<unsigned long long> galloc_rn_states{0};
     char name[64];
     snprintf(name, sizeof(name), "whisper-state-%llu", galloc_rn_states.fetch_add(1) + 1);
     // false if a group is open on this thread already: the state then joins none of its own
-    const bool began = galloc_${p}ggml_share_begin(name);
+    const bool began = ${g}_begin(name);
     struct whisper_state * state = whisper_init_state_unshared(ctx);
     if (began) {
-        galloc_${p}ggml_share_end();
+        ${g}_end();
     }
     return state;
 }
@@ -122,9 +136,9 @@ function unshareWhisper(text, definition) {
 }
 
 // llama.cpp's llama-context.cpp: a llama_context made while a share group is open on the
-// thread stays in that group. The group is whatever the app (or its native code) opened around
-// llama_init_from_model; galloc-rn opens none in the package's own code yet. Three changes
-// follow the context through its life, each a line galloc-rn adds or a condition it extends:
+// thread stays in that group (rn-llama.cpp's edit below opens it, or an app's own code). Three
+// changes follow the context through its life, each a line galloc-rn adds or a condition it
+// extends:
 //   - the constructor notes the group and the destructor forgets it;
 //   - sched_reserve, which makes the scheduler again when a setting changes (at decode time,
 //     on whichever thread decodes), opens the group again around it;
@@ -144,20 +158,7 @@ const LLAMA_CONDITIONS = [
   ['_backend_sched_alloc_graph(sched.get(), gf)) {', '_backend_sched_alloc_graph(sched.get(), gf) || !galloc_rn_allocated(this)) {'],
 ];
 const LLAMA_BEFORE = 'llama_context::llama_context(';
-
-// galloc-ggml.h's functions as a package with `prefix` names them, declared for its own code.
-const SHARE_FUNCTIONS = {
-  begin: (g) => `bool ${g}_begin(const char * name)`,
-  end: (g) => `bool ${g}_end(void)`,
-  group: (g) => `const char * ${g}_group(void)`,
-  generation: (g) => `unsigned long long ${g}_generation(const char * name)`,
-};
-function shareName(prefix) {
-  return `galloc_${prefix ? `${prefix}_` : ''}ggml_share`;
-}
-function shareDeclarations(prefix, uses) {
-  return uses.map((u) => `extern "C" ${SHARE_FUNCTIONS[u](shareName(prefix))};\n`).join('');
-}
+const LLAMA_USES = ['begin', 'end', 'group', 'generation'];
 
 // text without the block from the line `begin` to the line `end` and the empty line after it
 function removeBlock(text, begin, end) {
@@ -177,7 +178,7 @@ function llamaBlock(prefix, toolVersion) {
 #include <mutex>
 #include <string>
 
-${shareDeclarations(prefix, ['begin', 'end', 'group', 'generation'])}
+${shareDeclarations(prefix, LLAMA_USES)}
 namespace {
 
 struct galloc_rn_member {
@@ -302,6 +303,7 @@ function unshareLlamaContext(text) {
 const RN_BEGIN = '// galloc-rn: a llama.rn context\'s llama.cpp contexts in one share group.';
 const RN_END = '// galloc-rn: end of the share group helper.';
 const RN_BEFORE = 'namespace rnllama {';
+const RN_USES = ['begin', 'end', 'group'];
 const RN_CALLS = [
   ['    llama_init = common_init_from_params(params);',
     '    llama_init = galloc_rn_in_context_group(this, [&] { return common_init_from_params(params); });'],
@@ -317,7 +319,7 @@ function rnBlock(prefix, toolVersion) {
 // llama-context.cpp keeps each in its group when llama.cpp makes its scheduler again.
 #include <cstdio>
 
-${shareDeclarations(prefix, ['begin', 'end', 'group'])}
+${shareDeclarations(prefix, RN_USES)}
 namespace {
 
 // make(), inside the share group of the llama.rn context at rn_context, unless a group is open
@@ -365,26 +367,24 @@ const SHARE_EDITS = {
     unshare: (text) => unshareWhisper(text, WHISPER_INIT_STATE),
     says: 'each whisper state in a share group of its own',
     mode: 'a share group per whisper state',
-    uses: ['begin', 'end'],
+    uses: WHISPER_USES,
   },
   'llama-context': {
     share: shareLlamaContext,
     unshare: unshareLlamaContext,
     says: 'a llama_context made in a share group stays in it (its scheduler made again, graph reuse)',
     mode: 'llama_contexts stay in the share group they were made in',
-    uses: ['begin', 'end', 'group', 'generation'],
+    uses: LLAMA_USES,
   },
   'llama-rn-context': {
     share: shareRnLlama,
     unshare: unshareRnLlama,
     says: 'the target\'s context and the MTP draft\'s in one share group per llama.rn context',
     mode: 'one share group per llama.rn context (target and MTP draft)',
-    uses: ['begin', 'end', 'group'],
+    uses: RN_USES,
   },
 };
 
 module.exports = {
-  renameRules, rename, detectPrefix, galloccpp, readHeader, replaceLine, cppLine,
-  shareWhisper, unshareWhisper, BLOCK_MARKER, shareLlamaContext, unshareLlamaContext, LLAMA_BEGIN,
-  shareRnLlama, unshareRnLlama, RN_BEGIN, SHARE_EDITS,
+  renameRules, detectPrefix, galloccpp, readHeader, replaceLine, cppLine, shareName, SHARE_EDITS,
 };

@@ -153,8 +153,7 @@ function target(appDir, pkg, orig, share) {
   for (const w of e.shareEdits) {
     const edit = edits.SHARE_EDITS[w.kind];
     if (share) {
-      const p = e.prefix ? `${e.prefix}_` : '';
-      for (const fn of edit.uses.map((u) => `galloc_${p}ggml_share_${u}`)) {
+      for (const fn of edit.uses.map((u) => `${edits.shareName(e.prefix)}_${u}`)) {
         if (!new RegExp(`\\b${fn}\\s*\\([^)]*\\)\\s*\\{`).test(cpp)) {
           throw new UserError(`galloc-rn's ggml-alloc.cpp, renamed for ${pkg.name}, does not define ${fn}; ` +
             'this galloc-rn cannot open share groups there (use --no-share)');
