@@ -14,7 +14,10 @@
  * environment chooses otherwise: "1" puts every allocator of the process on one arena per buffer
  * type, "0" shares nothing, "groups" shares share groups only. Unset, the file's compile-time
  * GALLOC_SHARE_DEFAULT decides (the same names; "groups" when not defined), which is how an app
- * that cannot set environment variables chooses.
+ * that cannot set environment variables chooses. Memory is shared per buffer type only: a member
+ * on a buffer type the group has no buffer on yet (a GPU encoder joining a CPU model's group)
+ * gets a buffer of its own, with a warning in ggml's log. A name opened on a thread while it is
+ * open on another is warned about too: it is usually two unrelated contexts given one name.
  *
  * The contract: members of one arena never compute at the same time. A member's tensors are
  * valid from its alloc until another member's alloc, except those the next member reads

@@ -282,6 +282,18 @@ ArenaRegistry& arena_registry() {
   return registry;
 }
 
+// The buffer types that share group `name` has arenas on now.
+std::vector<ggml_backend_buffer_type_t> group_buffer_types(const std::string& name) {
+  ArenaRegistry& registry = arena_registry();
+  std::lock_guard lock(registry.mutex);
+  std::vector<ggml_backend_buffer_type_t> types;
+  for (auto it = registry.arenas.lower_bound({name, nullptr}); it != registry.arenas.end() && it->first.first == name;
+       ++it) {
+    if (!it->second.expired()) types.push_back(it->first.second);
+  }
+  return types;
+}
+
 std::shared_ptr<DropinArena> arena_for(const std::string& name, ggml_backend_buffer_type_t buft) {
   ArenaRegistry& registry = arena_registry();
   std::lock_guard lock(registry.mutex);
@@ -297,13 +309,39 @@ std::shared_ptr<DropinArena> arena_for(const std::string& name, ggml_backend_buf
   return arena;
 }
 
+// How many threads have each share group open. One name open on two threads at once is most
+// likely two unrelated contexts given one name, whose members could compute at the same time.
+struct OpenGroups {
+  std::mutex mutex;
+  std::map<std::string, int> threads;
+};
+
+OpenGroups& open_groups() {
+  static OpenGroups groups;
+  return groups;
+}
+
+// Counts `name` as open on one more thread; how many others have it open.
+int note_group_opened(const std::string& name) {
+  OpenGroups& groups = open_groups();
+  std::lock_guard lock(groups.mutex);
+  return groups.threads[name]++;
+}
+
+void note_group_closed(const std::string& name) noexcept {
+  OpenGroups& groups = open_groups();
+  std::lock_guard lock(groups.mutex);
+  if (auto it = groups.threads.find(name); it != groups.threads.end() && --it->second == 0) groups.threads.erase(it);
+}
+
 // The share group open on this thread (galloc_ggml_share_begin), if any.
 struct ShareScope {
   std::string name;
   bool open = false;
   ~ShareScope() {
-    if (open)
-      GGML_LOG_ERROR("galloc_ggml_share_begin: share group '%s' was never closed on this thread\n", name.c_str());
+    if (!open) return;
+    GGML_LOG_ERROR("galloc_ggml_share_begin: share group '%s' was never closed on this thread\n", name.c_str());
+    note_group_closed(name);
   }
 };
 thread_local ShareScope share_scope;
@@ -570,9 +608,21 @@ ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t* bufts, int n_bufs)
     if (const std::string share = share_name(); !share.empty()) {
       char who[64];
       std::snprintf(who, sizeof who, "ggml_gallocr %p", static_cast<void*>(galloc.get()));
+      const std::vector<ggml_backend_buffer_type_t> group_types = group_buffer_types(share);
       for (const auto& type : galloc->types) {
         const auto id = static_cast<BufferId>(std::find(galloc->bufts.begin(), galloc->bufts.end(), type->buft()) -
                                               galloc->bufts.begin());
+        if (!group_types.empty() &&
+            std::find(group_types.begin(), group_types.end(), type->buft()) == group_types.end()) {
+          // a GPU encoder joining a CPU model's group, say
+          std::string group_names;
+          for (ggml_backend_buffer_type_t group_type : group_types)
+            group_names += (group_names.empty() ? "" : ", ") + std::string(ggml_backend_buft_name(group_type));
+          GGML_LOG_WARN(
+              "%s: galloc: share group '%s': a member on %s gets a compute buffer of its own, as the group's are "
+              "on %s and members share memory only within one buffer type\n",
+              __func__, share.c_str(), type->name().c_str(), group_names.c_str());
+        }
         auto shared = arena_for(share, type->buft());
         if (galloc::Status s = galloc->allocator->join(id, {shared, &shared->arena}, who); !s) {
           log_error(__func__, s);  // it keeps buffers of its own
@@ -712,6 +762,12 @@ bool galloc_ggml_share_begin(const char* name) {
   }
   try {
     share_scope.name = name;
+    if (note_group_opened(share_scope.name) > 0) {
+      GGML_LOG_WARN(
+          "%s: share group '%s' is open on another thread too; if they are different contexts, give each its "
+          "own group name: members of one group must never compute at the same time\n",
+          __func__, name);
+    }
   } catch (...) {
     log_exception(__func__);
     return false;
@@ -726,6 +782,7 @@ bool galloc_ggml_share_end(void) {
     return false;
   }
   share_scope.open = false;
+  note_group_closed(share_scope.name);
   return true;
 }
 

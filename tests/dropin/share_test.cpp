@@ -15,13 +15,19 @@
 //     without the old and the new buffer held at once;
 //   - each allocator reports its own need, and the share group calls reject misuse;
 //   - GALLOC_SHARE chooses who shares: "groups" (the default here) share groups only, "1"
-//     every allocator, "0" none, and a value it does not know is logged and means "groups".
+//     every allocator, "0" none, and a value it does not know is logged and means "groups";
+//   - a member on another buffer type than the group's gets a buffer of its own, with one
+//     warning, and every member keeps computing exactly;
+//   - a group opened on a second thread while it is open on the first is warned about (two
+//     unrelated contexts given one name).
 // Links against libggml-galloc.a; prints "ok" and exits 0, or says what failed and exits 1.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "galloc-ggml.h"
@@ -41,6 +47,29 @@ void check(bool ok, const std::string& what) {
     std::fprintf(stderr, "share_test: FAILED: %s\n", what.c_str());
     ++failures;
   }
+}
+
+// ggml's log, printed, and its warnings and errors kept for the checks.
+std::mutex log_mutex;
+std::string warnings;
+
+void keep_warnings(ggml_log_level level, const char* text, void*) {
+  std::fputs(text, stderr);
+  std::lock_guard lock(log_mutex);
+  if (level >= GGML_LOG_LEVEL_WARN) warnings += text;
+}
+
+// How many times `text` was warned since `from` (a warnings_so_far() value).
+int times_warned(const std::string& text, std::size_t from) {
+  std::lock_guard lock(log_mutex);
+  int times = 0;
+  for (std::size_t at = warnings.find(text, from); at != std::string::npos; at = warnings.find(text, at + 1)) ++times;
+  return times;
+}
+
+std::size_t warnings_so_far() {
+  std::lock_guard lock(log_mutex);
+  return warnings.size();
 }
 
 // A context for one graph's tensors (no data: the allocators place them).
@@ -189,6 +218,62 @@ void reserve_then_alloc_keeps_what_is_read(ggml_backend_t cpu, ggml_backend_buff
   ggml_gallocr_free(producer_alloc);
 }
 
+// Allocates and computes the producer; whether its output is 3x for x = 1, 2, ...
+bool producer_computes_exactly(ggml_backend_t cpu, ggml_gallocr_t galloc, Producer& producer) {
+  if (!ggml_gallocr_alloc_graph(galloc, producer.gf)) return false;
+  set_values(producer.x, 1.0f);
+  if (ggml_backend_graph_compute(cpu, producer.gf) != GGML_STATUS_SUCCESS) return false;
+  const std::vector<float> got = values(producer.out);
+  for (int i = 0; i < kElements; ++i) {
+    if (got[static_cast<std::size_t>(i)] != 3.0f * (1.0f + static_cast<float>(i))) return false;
+  }
+  return true;
+}
+
+// Section 7: a group on host memory that a member on the device's buffer type joins.
+void member_on_another_buffer_type(ggml_backend_t cpu) {
+  const std::size_t from = warnings_so_far();
+  check(galloc_ggml_share_begin("host and device"), "share_begin (7)");
+  ggml_gallocr_t on_host = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+  ggml_gallocr_t on_device = ggml_gallocr_new(&device_type);
+  ggml_gallocr_t on_device_too = ggml_gallocr_new(&device_type);
+  check(galloc_ggml_share_end(), "share_end (7)");
+  const std::string why = "share group 'host and device': a member on Device gets a compute buffer of its own";
+  check(times_warned(why, from) == 1, "one warning that the member on Device has a buffer of its own, warned " +
+                                          std::to_string(times_warned(why, from)) + " times");
+  Producer a;
+  Producer b;
+  Producer c;
+  check(producer_computes_exactly(cpu, on_host, a), "the member on host memory computes (7)");
+  check(producer_computes_exactly(cpu, on_device, b), "the member on Device computes (7)");
+  check(producer_computes_exactly(cpu, on_device_too, c), "the second member on Device computes (7)");
+  check(producer_computes_exactly(cpu, on_host, a), "the member on host memory computes again (7)");
+  check(a.out->buffer != b.out->buffer, "members on two buffer types must not share a buffer");
+  check(b.out->buffer == c.out->buffer, "the two members on Device share one buffer");
+  ggml_gallocr_free(on_device_too);
+  ggml_gallocr_free(on_device);
+  ggml_gallocr_free(on_host);
+}
+
+// Section 8: one group name opened on two threads at once, then one after the other.
+void name_open_on_two_threads() {
+  const std::string why = "share group 'one name' is open on another thread too";
+  const auto open_and_close = [] {
+    check(galloc_ggml_share_begin("one name"), "share_begin on a second thread (8)");
+    check(galloc_ggml_share_end(), "share_end on a second thread (8)");
+  };
+  std::size_t from = warnings_so_far();
+  check(galloc_ggml_share_begin("one name"), "share_begin (8)");
+  std::thread(open_and_close).join();
+  check(galloc_ggml_share_end(), "share_end (8)");
+  check(times_warned(why, from) == 1, "a name open on two threads at once must be warned about once");
+  from = warnings_so_far();
+  std::thread(open_and_close).join();
+  check(galloc_ggml_share_begin("one name"), "share_begin again (8)");
+  check(galloc_ggml_share_end(), "share_end again (8)");
+  check(times_warned(why, from) == 0, "a name opened on two threads one after the other must not be warned about");
+}
+
 // Whether two allocators made with GALLOC_SHARE=value (inside a share group or not) put their
 // graphs in one buffer.
 bool two_allocators_share(const char* value, bool in_group) {
@@ -210,6 +295,7 @@ bool two_allocators_share(const char* value, bool in_group) {
 }  // namespace
 
 int main() {
+  ggml_log_set(keep_warnings, nullptr);
   setenv("GALLOC_SHARE_CHECK", "1", 1);
   ggml_backend_t cpu = ggml_backend_cpu_init();
   ggml_backend_buffer_type_t buft = ggml_backend_cpu_buffer_type();
@@ -350,6 +436,13 @@ int main() {
   check(device_buffers.most_live == 1, "a device's shared buffer grew holding " +
                                            std::to_string(device_buffers.most_live) + " buffers at once, not 1");
   check(device_buffers.live == 0, "a device buffer left after the allocators were freed");
+
+  // 7. a member on another buffer type than the group's
+  member_on_another_buffer_type(cpu);
+  check(device_buffers.live == 0, "a device buffer left after the allocators were freed (7)");
+
+  // 8. one name, two threads
+  name_open_on_two_threads();
 
   ggml_gallocr_free(grower_alloc);
   ggml_gallocr_free(producer_alloc);
