@@ -6,11 +6,14 @@
 # tests/amalgamation/packages_test.sh built them, and runs both. Ends with one line per case:
 #   SHARE <case> stock=<bytes> shared=<bytes> largest=<bytes> identical=<0|1>
 # stock: the compute memory held at the peak without galloc; shared: with the group; largest:
-# the larger member's own buffer (galloc, unshared); identical: every target logit as stock's.
+# the larger member's own buffer (galloc, unshared); identical: every target logit as stock's,
+# in the timed runs and in the realistic one.
+# Before it, the peak RSS (GNU time) of one realistic run per mode, each in a process of its
+# own: a 512-token prompt for each context, then 64 tokens taking turns.
 #
 # usage: llama_share.sh [ROUNDS [TOKENS]]     (default 3 rounds of 16 tokens)
-# Needs `make test` (its packages test builds llama.rn 0.12.9 as shipped and as patched) and
-# `make build` (llama_real_dims writes the model).
+# Needs `make test` (its packages test builds llama.rn 0.12.9 as shipped and as patched),
+# `make build` (llama_real_dims writes the model) and GNU time (Debian: time).
 set -euo pipefail
 ROUNDS=${1:-3} TOKENS=${2:-16}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +25,7 @@ die() { echo "llama_share.sh: $*" >&2; exit 1; }
 [[ -s $PATCHED/rn_llama_group.hpp && -s $PATCHED/llama-context-patched.o && -s $PKG/llama/libllama.a ]] ||
     die "no llama.rn 0.12.9 as galloc-rn patches it in $PKG: run make test first (its packages test builds it)"
 [[ -x $REAL_DIMS ]] || die "no $REAL_DIMS: run make build first"
+[[ -x /usr/bin/time ]] || die "needs GNU time (Debian: time)"
 mkdir -p "$OUT"
 "$REAL_DIMS" qwen2.5-0.5b 512 128 attn "$OUT" >/dev/null || die "could not write the model"
 
@@ -35,7 +39,8 @@ mkdir -p "$OUT"
     done
     cp "$PATCHED/rn_llama_group.hpp" "$OUT/"
     link=()
-    for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
+    for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free \
+             ggml_gallocr_alloc_graph; do
         link+=("-Wl,--wrap=lm_$w")
     done
     for kind in stock galloc; do
@@ -50,11 +55,27 @@ mkdir -p "$OUT"
 ) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
 
 MODEL=$OUT/qwen2.5-0.5b.gguf
+# peak RSS in kB of one realistic run: rss MODE BUILD
+rss() {
+    /usr/bin/time -f '%M' -o "$OUT/rss-$1.kb" "$OUT/llama_share_bench_$2" "$MODEL" rss "${1%-stock}" \
+        >"$OUT/rss-$1.txt" || die "the realistic run ($1) failed"
+    cat "$OUT/rss-$1.kb"
+}
+rss_stock=$(rss unshared-stock stock) rss_unshared=$(rss unshared galloc) rss_shared=$(rss shared galloc)
+held() { sed -n 's/.*compute peak \([0-9]*\).*/\1/p' "$OUT/rss-$1.txt"; }
+printf '%-44s %10s %10s %10s\n' "realistic run (512-token prompts, 64 turns)" stock unshared shared
+printf '%-44s %10s %10s %10s\n' "peak RSS (MB)" "$(( rss_stock / 1000 ))" "$(( rss_unshared / 1000 ))" \
+    "$(( rss_shared / 1000 ))"
+printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(( $(held unshared-stock) / 1000000 ))" \
+    "$(( $(held unshared) / 1000000 ))" "$(( $(held shared) / 1000000 ))"
+
 "$OUT/llama_share_bench_stock" "$MODEL" 1 "$TOKENS" | tee "$OUT/stock.txt"
 GALLOC_STRATEGY=best "$OUT/llama_share_bench_galloc" "$MODEL" "$ROUNDS" "$TOKENS" | tee "$OUT/galloc.txt"
 
 field() { sed -n "s/^$1: .*$2 \([0-9a-f]*\).*/\1/p" "$OUT/$3.txt"; }
+rss_logits() { sed -n 's/.*logits \([0-9a-f]*\).*/\1/p' "$OUT/rss-$1.txt"; }
 identical=0
-[[ $(field stock logits stock) == "$(field shared logits galloc)" ]] && identical=1
+[[ $(field stock logits stock) == "$(field shared logits galloc)" &&
+   $(rss_logits unshared-stock) == "$(rss_logits shared)" ]] && identical=1
 echo "SHARE target-draft stock=$(field stock 'compute peak' stock) shared=$(field shared 'compute peak' galloc)" \
      "largest=$(field unshared 'larger member' galloc) identical=$identical"
