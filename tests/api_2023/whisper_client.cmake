@@ -41,7 +41,8 @@ function(galloc_add_api_2023_whisper_client_test dir)
               -DGALLOC=$<TARGET_FILE:galloc_api_2023_whisper_client_galloc> -DOUT=${out}
               "-DARGS=${out}/${size}-whisper.bin$<SEMICOLON>${size}" -DGGML_SIZES=ANY
               -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../dropin/compare.cmake)
-    set_tests_properties(api_2023_whisper_cpp_${size} PROPERTIES LABELS dropin TIMEOUT 600)
+    # COST: started among the long tests on a fresh machine, not last, where it ran alone
+    set_tests_properties(api_2023_whisper_cpp_${size} PROPERTIES LABELS dropin TIMEOUT 600 COST 150)
   endforeach()
 endfunction()
 
