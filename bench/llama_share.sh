@@ -61,7 +61,10 @@ rss() {
         >"$OUT/rss-$1.txt" || die "the realistic run ($1) failed"
     cat "$OUT/rss-$1.kb"
 }
-rss_stock=$(rss unshared-stock stock) rss_unshared=$(rss unshared galloc) rss_shared=$(rss shared galloc)
+# one assignment each: set -e stops at a failed one
+rss_stock=$(rss unshared-stock stock)
+rss_unshared=$(rss unshared galloc)
+rss_shared=$(rss shared galloc)
 held() { sed -n 's/.*compute peak \([0-9]*\).*/\1/p' "$OUT/rss-$1.txt"; }
 printf '%-44s %10s %10s %10s\n' "realistic run (512-token prompts, 64 turns)" stock unshared shared
 printf '%-44s %10s %10s %10s\n' "peak RSS (MB)" "$(( rss_stock / 1000 ))" "$(( rss_unshared / 1000 ))" \

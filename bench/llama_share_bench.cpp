@@ -23,7 +23,9 @@
 // One realistic run for a peak RSS measure (the script runs it under GNU time): 1024 positions,
 // the target and then the draft read a 512-token prompt, then they take turns for 64 tokens.
 // Prints the compute peak and the logits' hash.
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
