@@ -55,6 +55,8 @@ mkdir -p "$OUT"
 ) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
 
 MODEL=$OUT/qwen2.5-0.5b.gguf
+# field MODE KEY FILE: the value after KEY on the line "MODE: ..." of $OUT/FILE.txt
+field() { sed -n "s/^$1: .*$2 \([0-9a-f]*\).*/\1/p" "$OUT/$3.txt"; }
 # peak RSS in kB of one realistic run: rss MODE BUILD
 rss() {
     /usr/bin/time -f '%M' -o "$OUT/rss-$1.kb" "$OUT/llama_share_bench_$2" "$MODEL" rss "${1%-stock}" \
@@ -65,20 +67,18 @@ rss() {
 rss_stock=$(rss unshared-stock stock)
 rss_unshared=$(rss unshared galloc)
 rss_shared=$(rss shared galloc)
-held() { sed -n 's/.*compute peak \([0-9]*\).*/\1/p' "$OUT/rss-$1.txt"; }
 printf '%-44s %10s %10s %10s\n' "realistic run (512-token prompts, 64 turns)" stock unshared shared
 printf '%-44s %10s %10s %10s\n' "peak RSS (MB)" "$(( rss_stock / 1000 ))" "$(( rss_unshared / 1000 ))" \
     "$(( rss_shared / 1000 ))"
-printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(( $(held unshared-stock) / 1000000 ))" \
-    "$(( $(held unshared) / 1000000 ))" "$(( $(held shared) / 1000000 ))"
+held() { echo $(( $(field "rss $1" 'compute peak' "rss-$2") / 1000000 )); }
+printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(held unshared unshared-stock)" \
+    "$(held unshared unshared)" "$(held shared shared)"
 
 "$OUT/llama_share_bench_stock" "$MODEL" 1 "$TOKENS" | tee "$OUT/stock.txt"
 GALLOC_STRATEGY=best "$OUT/llama_share_bench_galloc" "$MODEL" "$ROUNDS" "$TOKENS" | tee "$OUT/galloc.txt"
 
-field() { sed -n "s/^$1: .*$2 \([0-9a-f]*\).*/\1/p" "$OUT/$3.txt"; }
-rss_logits() { sed -n 's/.*logits \([0-9a-f]*\).*/\1/p' "$OUT/rss-$1.txt"; }
 identical=0
 [[ $(field stock logits stock) == "$(field shared logits galloc)" &&
-   $(rss_logits unshared-stock) == "$(rss_logits shared)" ]] && identical=1
+   $(field 'rss unshared' logits rss-unshared-stock) == "$(field 'rss shared' logits rss-shared)" ]] && identical=1
 echo "SHARE target-draft stock=$(field stock 'compute peak' stock) shared=$(field shared 'compute peak' galloc)" \
      "largest=$(field unshared 'larger member' galloc) identical=$identical"

@@ -282,16 +282,16 @@ ArenaRegistry& arena_registry() {
   return registry;
 }
 
-// The buffer types that share group `name` has arenas on now.
-std::vector<ggml_backend_buffer_type_t> group_buffer_types(const std::string& name) {
+// Calls visit(arena) for each arena share group `name` has now, one per buffer type, under the
+// registry's lock (no copy: galloc_ggml_share_generation runs at every llama.cpp decode).
+template <typename Visit>
+void for_each_group_arena(const std::string& name, Visit visit) {
   ArenaRegistry& registry = arena_registry();
   std::lock_guard lock(registry.mutex);
-  std::vector<ggml_backend_buffer_type_t> types;
   for (auto it = registry.arenas.lower_bound({name, nullptr}); it != registry.arenas.end() && it->first.first == name;
        ++it) {
-    if (!it->second.expired()) types.push_back(it->first.second);
+    if (auto arena = it->second.lock()) visit(*arena);
   }
-  return types;
 }
 
 std::shared_ptr<DropinArena> arena_for(const std::string& name, ggml_backend_buffer_type_t buft) {
@@ -608,16 +608,18 @@ ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t* bufts, int n_bufs)
     if (const std::string share = share_name(); !share.empty()) {
       char who[64];
       std::snprintf(who, sizeof who, "ggml_gallocr %p", static_cast<void*>(galloc.get()));
-      const std::vector<ggml_backend_buffer_type_t> group_types = group_buffer_types(share);
+      std::vector<ggml_backend_buffer_type_t> group_types;
+      std::string group_names;
+      for_each_group_arena(share, [&](const DropinArena& arena) {
+        group_types.push_back(arena.type.buft());
+        group_names += (group_names.empty() ? "" : ", ") + arena.type.name();
+      });
       for (const auto& type : galloc->types) {
         const auto id = static_cast<BufferId>(std::find(galloc->bufts.begin(), galloc->bufts.end(), type->buft()) -
                                               galloc->bufts.begin());
         if (!group_types.empty() &&
             std::find(group_types.begin(), group_types.end(), type->buft()) == group_types.end()) {
           // a GPU encoder joining a CPU model's group, say
-          std::string group_names;
-          for (ggml_backend_buffer_type_t group_type : group_types)
-            group_names += (group_names.empty() ? "" : ", ") + std::string(ggml_backend_buft_name(group_type));
           GGML_LOG_WARN(
               "%s: galloc: share group '%s': a member on %s gets a compute buffer of its own, as the group's are "
               "on %s and members share memory only within one buffer type\n",
@@ -791,13 +793,10 @@ const char* galloc_ggml_share_group(void) { return share_scope.open ? share_scop
 unsigned long long galloc_ggml_share_generation(const char* name) {
   if (name == nullptr) return 0;
   try {
-    ArenaRegistry& registry = arena_registry();
-    std::lock_guard lock(registry.mutex);
     std::uint64_t newest = 0;
-    for (auto it = registry.arenas.lower_bound({name, nullptr}); it != registry.arenas.end() && it->first.first == name;
-         ++it) {
-      if (auto arena = it->second.lock()) newest = std::max(newest, arena->last_change.load(std::memory_order_acquire));
-    }
+    for_each_group_arena(name, [&](const DropinArena& arena) {
+      newest = std::max(newest, arena.last_change.load(std::memory_order_acquire));
+    });
     return newest;
   } catch (...) {
     log_exception(__func__);
