@@ -63,6 +63,10 @@ grep -q 'ggml-alloc.cpp.o' "$OUT/build-galloc.log" || die "the rebuild did not c
 cmp -s "$OUT/build-stock/src/libwhisper.a" "$OUT/build-galloc/src/libwhisper.a" \
     && die "the rebuild left whisper.cpp as shipped: galloc-rn's share groups are not in it"
 step "building the clients and the RPC server"
+# $OUT is a cache that outlives the checkout, and CMake refuses a build folder that another
+# checkout's source folder configured
+grep -qsFx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT/tests/rpc/programs" "$OUT/programs/CMakeCache.txt" \
+    || rm -rf "$OUT/programs"
 cmake -S "$ROOT/tests/rpc/programs" -B "$OUT/programs" -DCMAKE_BUILD_TYPE=Release \
     -DTREE="$TREE/cpp/whisper.cpp" -DSTOCK_BUILD="$OUT/build-stock" -DGALLOC_BUILD="$OUT/build-galloc" \
     >"$OUT/programs.log" 2>&1 \
