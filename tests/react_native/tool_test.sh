@@ -81,13 +81,22 @@ check_edits() {  # check_edits APP PRISTINE_DIR NAME VERSION SHARE(yes/no)
         grep -Fxq '    llama_init = galloc_rn_in_context_group(this, [&] { return common_init_from_params(params); });' "$pkg/$w"
       expect "$what: createMTPDraftContext makes the draft's context in the same group" \
         grep -Fxq '    return galloc_rn_in_context_group(this, [&] { return llama_init_from_model(model_dft, cparams); });' "$pkg/$w"
+      expect "$what: initMultimodal makes mtmd's encoder in the same group" \
+        grep -Fxq '        mtmd_wrapper = galloc_rn_in_context_group(this, [&] { return new llama_rn_context_mtmd(mmproj_path, use_gpu, model, ctx, params, has_multimodal, params, image_min_tokens, image_max_tokens); });' "$pkg/$w"
       expect "$what: the helper names the group after the llama.rn context and opens it only if none is open" \
         bash -c "grep -q '\"llama.rn-context-%p\"' '$pkg/$w' && grep -q '${fn}_group() == nullptr && ${fn}_begin(name)' '$pkg/$w'"
-      expect "$what: rn-llama.cpp is the pristine one plus the helper and two calls" \
+      expect "$what: rn-llama.cpp is the pristine one plus the helper and three calls" \
         cmp -s <(sed -e "/^\/\/ galloc-rn: a llama.rn context's llama.cpp contexts in one share group\./,/^\/\/ galloc-rn: end of the share group helper\.\$/{/^\/\/ galloc-rn: end/N;d}" \
                      -e 's/^\(.*\)galloc_rn_in_context_group(this, \[&\] { return \(.*\); });$/\1\2;/' "$pkg/$w") \
                "$pristine/$w"
       # (tests/amalgamation/packages_test.sh compiles it and runs its helper)
+      expect_changed+=("$w")
+    elif [[ $w == *rn-mtmd.hpp && $share == yes ]]; then
+      expect "$what: rn-mtmd.hpp is the pristine one plus a llama_synchronize before each chunk's eval" \
+        cmp -s <(grep -vFx "            llama_synchronize(ctx); // galloc-rn: the target done before mtmd takes the group's memory" "$pkg/$w") \
+               "$pristine/$w"
+      expect "$what: the wait comes right before mtmd_helper_eval_chunk_single" \
+        grep -Pzq '            llama_synchronize\(ctx\); // galloc-rn[^\n]*\n            int32_t res = mtmd_helper_eval_chunk_single\(\n' "$pkg/$w"
       expect_changed+=("$w")
     elif [[ $w == *whisper.cpp && $share == yes ]]; then
       expect "$what: whisper_init_state renamed to a static whisper_init_state_unshared" \

@@ -295,11 +295,11 @@ function unshareLlamaContext(text) {
   return out;
 }
 
-// llama.rn's rn-llama.cpp: the target model's context (loadModel) and the MTP draft's
-// (createMTPDraftContext, made again for every completion) are made inside one share group per
-// llama.rn context, named after its address. The two decode one after another on the
-// completion's thread, and llama-context.cpp's edit keeps each in its group. mtmd's encoder and
-// the vocoder stay out (docs/llama-rn-sharing.md says why).
+// llama.rn's rn-llama.cpp: the target model's context (loadModel), the MTP draft's
+// (createMTPDraftContext, made again for every completion) and mtmd's encoder (initMultimodal)
+// are made inside one share group per llama.rn context, named after its address. They compute
+// one after another on the completion's thread, and llama-context.cpp's edit keeps each llama
+// context in its group. The vocoder stays out (docs/llama-rn-sharing.md says why).
 const RN_BEGIN = '// galloc-rn: a llama.rn context\'s llama.cpp contexts in one share group.';
 const RN_END = '// galloc-rn: end of the share group helper.';
 const RN_BEFORE = 'namespace rnllama {';
@@ -309,14 +309,17 @@ const RN_CALLS = [
     '    llama_init = galloc_rn_in_context_group(this, [&] { return common_init_from_params(params); });'],
   ['    return llama_init_from_model(model_dft, cparams);',
     '    return galloc_rn_in_context_group(this, [&] { return llama_init_from_model(model_dft, cparams); });'],
+  ['        mtmd_wrapper = new llama_rn_context_mtmd(mmproj_path, use_gpu, model, ctx, params, has_multimodal, params, image_min_tokens, image_max_tokens);',
+    '        mtmd_wrapper = galloc_rn_in_context_group(this, [&] { return new llama_rn_context_mtmd(mmproj_path, use_gpu, model, ctx, params, has_multimodal, params, image_min_tokens, image_max_tokens); });'],
 ];
 
 function rnBlock(prefix, toolVersion) {
   const g = shareName(prefix);
   return `${RN_BEGIN} Written by galloc-rn
-// ${toolVersion} (\`npx galloc-rn revert\` removes it). The target's context and the MTP draft's
-// decode one after another, so they can hold one compute buffer (galloc-ggml.h); the edit to
-// llama-context.cpp keeps each in its group when llama.cpp makes its scheduler again.
+// ${toolVersion} (\`npx galloc-rn revert\` removes it). The target's context, the MTP draft's
+// and mtmd's encoder compute one after another, so they can hold one compute buffer
+// (galloc-ggml.h); the edit to llama-context.cpp keeps each llama context in its group when
+// llama.cpp makes its scheduler again.
 #include <cstdio>
 
 ${shareDeclarations(prefix, RN_USES)}
@@ -345,7 +348,7 @@ ${RN_END}
 `;
 }
 
-// rn-llama.cpp with the helper and the two calls in the group; null if not laid out as expected.
+// rn-llama.cpp with the helper and the three calls in the group; null if not laid out as expected.
 function shareRnLlama(text, prefix, toolVersion) {
   let out = text;
   for (const [from, to] of RN_CALLS) out = out === null ? null : replaceLine(out, from, to);
@@ -357,6 +360,23 @@ function unshareRnLlama(text) {
   let out = removeBlock(text, RN_BEGIN, RN_END);
   for (const [from, to] of RN_CALLS) out = replaceLine(out, to, from) ?? out;
   return out;
+}
+
+// llama.rn's rn-mtmd.hpp: before each chunk of a prompt with media, the target's device work is
+// waited for. mtmd encodes an image right after the target decoded the text before it, and on
+// Metal that decode may still be running when the encoder's alloc takes the group's memory.
+// On the CPU the wait returns at once.
+const MTMD_EVAL = '            int32_t res = mtmd_helper_eval_chunk_single(';
+const MTMD_SYNC = '            llama_synchronize(ctx); // galloc-rn: the target done before mtmd takes the group\'s memory';
+
+// rn-mtmd.hpp with the wait; null if not laid out as expected.
+function shareRnMtmd(text) {
+  return replaceLine(text, MTMD_EVAL, `${MTMD_SYNC}\n${MTMD_EVAL}`);
+}
+
+// The inverse of shareRnMtmd (unchecked, as unshareWhisper).
+function unshareRnMtmd(text) {
+  return text.split(`${MTMD_SYNC}\n`).join('');
 }
 
 // The share groups galloc-rn opens in a package's own code (versions.js: shareEdits' kinds).
@@ -379,9 +399,16 @@ const SHARE_EDITS = {
   'llama-rn-context': {
     share: shareRnLlama,
     unshare: unshareRnLlama,
-    says: 'the target\'s context and the MTP draft\'s in one share group per llama.rn context',
-    mode: 'one share group per llama.rn context (target and MTP draft)',
+    says: 'the target\'s context, the MTP draft\'s and mtmd\'s encoder in one share group per llama.rn context',
+    mode: 'one share group per llama.rn context (target, MTP draft, mtmd encoder)',
     uses: RN_USES,
+  },
+  'llama-rn-mtmd': {
+    share: shareRnMtmd,
+    unshare: unshareRnMtmd,
+    says: 'the target\'s device work waited for before mtmd encodes',
+    mode: 'mtmd waits for the target',
+    uses: [],
   },
 };
 

@@ -12,9 +12,10 @@
 //                {kind, file, sha256}: 'whisper-state' (whisper.cpp: a share group around
 //                whisper_init_state), 'llama-context' (llama-context.cpp: a context stays in the
 //                group it was made in, where llama.cpp makes schedulers again and reuses graphs)
-//                and 'llama-rn-context' (rn-llama.cpp: the target's and the MTP draft's contexts
-//                made in their llama.rn context's group); none where the package's ggml lacks
-//                the ggml_gallocr API
+//                'llama-rn-context' (rn-llama.cpp: the target's and the MTP draft's contexts and
+//                mtmd's encoder made in their llama.rn context's group) and 'llama-rn-mtmd'
+//                (rn-mtmd.hpp: the target waited for before an encode); none where the
+//                package's ggml lacks the ggml_gallocr API
 //   buildFromSource  what the developer must set so that the app compiles the package's C++
 //   rebuild      how the changed C++ gets compiled, where it is not the native app's build
 
@@ -124,6 +125,11 @@ const VERSIONS = [
         file: 'cpp/rn-llama.cpp',
         sha256: '475fc27aa2a0507d0a3c25b799cc578515e844a55750d4256b72cc69c93aaff4',
       },
+      {
+        kind: 'llama-rn-mtmd',
+        file: 'cpp/rn-mtmd.hpp',
+        sha256: '26e39f648a9bf51fc38465e8d31dad99bd3cf433b5d48ef2690cb27cb9f67f50',
+      },
     ],
     buildFromSource: RNLLAMA_FROM_SOURCE,
   },
@@ -153,6 +159,11 @@ const VERSIONS = [
         kind: 'llama-rn-context',
         file: 'cpp/rn-llama.cpp',
         sha256: '4945b25fe7a4774a2a086f55798e70cf4178a11029f764c25692e8bad832dce3',
+      },
+      {
+        kind: 'llama-rn-mtmd',
+        file: 'cpp/rn-mtmd.hpp',
+        sha256: '3f0512f398a30d10d466b9a4736dedd31758fb2250dcebf164dc07dd99fab4e0',
       },
     ],
     buildFromSource: RNLLAMA_FROM_SOURCE,
@@ -210,6 +221,11 @@ const VERSIONS = [
         kind: 'llama-rn-context',
         file: 'cpp/rn-llama.cpp',
         sha256: 'fe5f98666304b12b1fdd62b369c7d56206eddcfe0578df3a92bd91c6263b82f1',
+      },
+      {
+        kind: 'llama-rn-mtmd',
+        file: 'cpp/rn-mtmd.hpp',
+        sha256: '26e39f648a9bf51fc38465e8d31dad99bd3cf433b5d48ef2690cb27cb9f67f50',
       },
     ],
     buildFromSource: RNLLAMA_FROM_SOURCE,
