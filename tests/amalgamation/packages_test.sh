@@ -187,6 +187,53 @@ llama_share_check() {
         -DARGS="$model" -DSHARE_ARGS="$model;share" -DSHARE_SMALLER=compute_peak \
         -P "$ROOT/tests/dropin/compare.cmake" >"$dir/compare.log" 2>&1 || { tail -n 30 "$dir/compare.log"; return 1; }
     echo "ok: $spec: a llama.rn context's members in one share group: $(grep -m1 'exact facts' "$dir/compare.log" | sed 's/^-- //'), compute peak $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/stock.txt") (stock), $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/shared.txt") (shared)"
+    mtmd_share_check "$spec" "$out" "$dir"
+}
+
+# mtmd_share_check SPEC OUT DIR: the target and mtmd's encoder in one share group
+# (tests/dropin/llama_mtmd_share_client.cpp), on the package's mtmd (build-mtmd.sh) with
+# llama_share_check's patched llama-context.cpp and helper in DIR. compare.cmake: embeddings and
+# logits as stock's, the compute peak smaller with the group; and with it, the peak is the
+# largest member's need (the largest compute buffer of the unshared run with the same strategy),
+# as nothing is carried from the encoder to the target.
+mtmd_share_check() {
+    local spec=$1 out=$2 dir=$3 mdir=$3/mtmd
+    "$ROOT/integrations/ggml/build-mtmd.sh" "$spec" "$out" >"$out/mtmd-build.log" 2>&1 \
+        || { tail -n 20 "$out/mtmd-build.log"; return 1; }
+    rm -rf "$mdir" && mkdir -p "$mdir"
+    (
+        NPM_SPEC=$spec
+        # shellcheck source=../../integrations/ggml/package.sh
+        source "$ROOT/integrations/ggml/package.sh"
+        for f in llama_mtmd_share_client.cpp mmproj_model.hpp; do
+            package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
+        done
+        local -a link=()
+        local w kind context helper
+        for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
+            package_rename <(echo "$w") "$mdir/wrap"
+            link+=("-Wl,--wrap=$(cat "$mdir/wrap")")
+        done
+        for kind in stock galloc; do
+            context=() helper=()
+            [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o") helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"')
+            "$CXX" -std=c++17 -O1 "${helper[@]}" -I"$dir" -isystem "$out/mtmd/include" -isystem "$out/llama/include" \
+                -isystem "$out/include" -c "$dir/llama_mtmd_share_client.cpp" -o "$mdir/client_$kind.o" || exit 1
+            "$CXX" "$mdir/client_$kind.o" "${context[@]}" "$out/mtmd/libmtmd.a" "$out/llama/libllama.a" \
+                "$out/libggml-$kind.a" -lpthread -lm -ldl "${link[@]}" -o "$mdir/client_$kind" || exit 1
+        done
+    ) >"$mdir.log" 2>&1 || { tail -n 20 "$mdir.log"; return 1; }
+    local args="$mdir/run/tiny-llama.gguf;$mdir/run/tiny-mmproj.gguf"
+    cmake -DSTOCK="$mdir/client_stock" -DGALLOC="$mdir/client_galloc" -DOUT="$mdir/run" \
+        -DARGS="$args" -DSHARE_ARGS="$args;share" -DSHARE_SMALLER=compute_peak \
+        -P "$ROOT/tests/dropin/compare.cmake" >"$mdir/compare.log" 2>&1 || { tail -n 30 "$mdir/compare.log"; return 1; }
+    local key=llama_mtmd.compute_peak stock shared largest
+    stock=$(sed -n "s/^size $key //p" "$mdir/run/stock.txt")
+    shared=$(sed -n "s/^size $key //p" "$mdir/run/shared.txt")
+    largest=$(sed -n 's/^size llama_mtmd.largest_buffer //p' "$mdir/run/best.txt")
+    [[ -n $shared && -n $largest && $shared -le $largest ]] \
+        || { echo "the shared compute peak ($shared) is more than the largest member's need ($largest)"; return 1; }
+    echo "ok: $spec: the target and mtmd's encoder in one share group: $(grep -m1 'exact facts' "$mdir/compare.log" | sed 's/^-- //'), compute peak $stock (stock), $shared (shared), the largest member's $largest"
 }
 
 # inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for

@@ -1,0 +1,133 @@
+// A llama.rn context's target model and its multimodal encoder in one share group
+// (galloc-ggml.h), as llama.rn makes and runs them after galloc-rn apply: the target's context
+// first (loadModel), then mtmd's encoder, made later inside the same group by name
+// (initMultimodal → mtmd_init_from_file, whose clip context makes its scheduler and reserves
+// it). Then images and text take turns as a completion with media does: each image chunk is
+// encoded and its embeddings decoded by mtmd's helper (mtmd_helper_eval_chunk_single, after the
+// llama_synchronize galloc-rn's edit puts before it), and the target generates a few tokens
+// between images, so llama.cpp would reuse its graph across the encoder's allocs.
+//
+// Every image embedding and every logit must be bit-identical to stock's (compare.cmake). With
+// "share" as the third argument the two are made inside one share group: one compute buffer
+// while both live, and the compute memory held at the peak is the largest member's need, as
+// the encoder carries nothing to the target (its embeddings are copied to host memory).
+// Compute memory is counted by buffer usage (compute_memory.hpp).
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "compute_memory.hpp"
+#include "ggml.h"
+#include "llama.h"
+#include "llama_model.hpp"
+#include "llama_share_group.hpp"
+#include "mmproj_model.hpp"
+#include "mtmd-helper.h"
+#include "mtmd.h"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace galloc::dropin_test;
+
+// An image of the tower's size, a pattern that differs with `seed`.
+std::vector<unsigned char> image_pixels(const VisionTower& v, int seed) {
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(v.image_size) * v.image_size * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + seed * 31 + i / 97) & 0xff);
+  return rgb;
+}
+
+// The compute buffers now: with the group, one.
+void report_buffers(bool share, const std::string& step) {
+  const std::size_t largest = largest_compute_buffer();
+  const std::size_t buffers = memory().compute.size();
+  if (share && buffers != 1) fail(step + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
+  info("llama_mtmd." + step + ".compute_buffers", std::to_string(buffers) + ", the largest " + std::to_string(largest));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) fail("usage: llama_mtmd_share_client MODEL MMPROJ [share]");
+  const std::string model_path = argv[1], mmproj_path = argv[2];
+  const bool share = argc > 3 && std::string(argv[3]) == "share";
+  if (share && !kHasShareGroups) fail("share: built without galloc-rn's helper (GALLOC_RN_LLAMA_GROUP)");
+  llama_model* model = write_and_load_llama_model(model_path);
+  write_mmproj(mmproj_path, kTinyVisionTower, 7);
+  // mtmd's and clip's log: errors only
+  mtmd_helper_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+
+  // room for two images of 65 tokens and the text around them
+  llama_context_params params = context_params(256, 32);
+  llama_context* ctx = make_llama_context(model, params, share);
+  if (ctx == nullptr) fail("llama_init_from_model");
+  llama_batch batch = llama_batch_init(32, 0, 1);
+  int n_past = 0;
+  int next = 0;
+  auto decode = [&](const std::vector<llama_token>& tokens, const std::string& step) {
+    const float* logits = decode_tokens(ctx, batch, tokens, n_past, "target " + step);
+    exact("llama_mtmd." + step + ".logits", hex(fnv1a(logits, kVocab * sizeof(float))));
+    next = argmax(logits, kVocab);
+  };
+  decode({1, 17, 33, 5, 99, 120, 64, 2, 77}, "prompt");
+  for (int i = 0; i < 3; ++i) decode({next}, "alone.gen" + std::to_string(i));
+
+  mtmd_context_params mparams = mtmd_context_params_default();
+  mparams.use_gpu = false;
+  mparams.print_timings = false;
+  mparams.n_threads = 2;
+  mtmd_context* mctx =
+      in_rn_context_group(share, [&] { return mtmd_init_from_file(mmproj_path.c_str(), model, mparams); });
+  if (mctx == nullptr) fail("mtmd_init_from_file");
+  if (!mtmd_support_vision(mctx)) fail("the projector has no vision encoder");
+
+  for (int image = 0; image < 2; ++image) {
+    const std::string step = "image" + std::to_string(image);
+    const std::vector<unsigned char> rgb = image_pixels(kTinyVisionTower, image);
+    mtmd_bitmap* bitmap = mtmd_bitmap_init(kTinyVisionTower.image_size, kTinyVisionTower.image_size, rgb.data());
+    mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+    const std::string marker = mtmd_default_marker();
+    mtmd_input_text text{};
+    text.text = marker.c_str();
+    text.text_len = marker.size();
+    const mtmd_bitmap* bitmaps[] = {bitmap};
+    if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0) fail(step + ": mtmd_tokenize");
+    if (mtmd_input_chunks_size(chunks) != 1) fail(step + ": not one chunk");
+    const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, 0);
+    if (mtmd_input_chunk_get_type(chunk) != MTMD_INPUT_CHUNK_TYPE_IMAGE) fail(step + ": not an image chunk");
+    const std::size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
+    llama_synchronize(ctx);
+    llama_pos new_n_past = 0;
+    if (mtmd_helper_eval_chunk_single(mctx, ctx, chunk, n_past, 0, 32, true, &new_n_past) != 0) {
+      fail(step + ": mtmd_helper_eval_chunk_single");
+    }
+    const float* embd = mtmd_get_output_embd(mctx);
+    exact("llama_mtmd." + step + ".embeddings",
+          hex(fnv1a(embd, n_tokens * static_cast<std::size_t>(llama_model_n_embd(model)) * sizeof(float))));
+    const float* logits = llama_get_logits_ith(ctx, -1);
+    exact("llama_mtmd." + step + ".logits", hex(fnv1a(logits, kVocab * sizeof(float))));
+    n_past = new_n_past;
+    next = argmax(logits, kVocab);
+    mtmd_input_chunks_free(chunks);
+    mtmd_bitmap_free(bitmap);
+    for (int i = 0; i < 3; ++i) decode({next}, step + ".gen" + std::to_string(i));
+    report_buffers(share, step);
+  }
+  size_line("llama_mtmd.largest_buffer", largest_compute_buffer());
+
+  mtmd_free(mctx);
+  llama_batch_free(batch);
+  llama_free(ctx);
+  llama_model_free(model);
+  llama_backend_free();
+  forget_released();
+  size_line("llama_mtmd.compute_peak", memory().peak);
+  if (memory().live != 0) fail(std::to_string(memory().live) + " bytes of compute buffers left after freeing both");
+  std::printf("done\n");
+  return 0;
+}
