@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# A llama.rn context's target and MTP-style draft in one share group, on llama.rn 0.12.9's
-# llama.cpp as galloc-rn patches it, at Qwen2.5-0.5B's real dimensions (weights all zero: a
-# file that is a hole on disk). Builds bench/llama_share_bench.cpp once against stock ggml and
-# once against galloc's with galloc-rn's llama-context.cpp and helper, as
-# tests/amalgamation/packages_test.sh built them, and runs both. Ends with one line per case:
+# A llama.rn context's members in one share group, on llama.rn 0.12.9's llama.cpp and mtmd as
+# galloc-rn patches them, at real dimensions: a target at Qwen2.5-0.5B's (weights all zero: a
+# file that is a hole on disk) with
+#   target-draft   an MTP-style draft, a second context on the model (llama_share_bench.cpp);
+#   target-vision  mtmd's encoder, CLIP ViT-L/14 at 336 pixels with an MLP projector
+#                  (llama_mtmd_share_bench.cpp, random weights).
+# Builds both programs once against stock ggml and once against galloc's with galloc-rn's
+# llama-context.cpp and helper, as tests/amalgamation/packages_test.sh built them, and runs both.
+# Ends with one line per case:
 #   SHARE <case> stock=<bytes> shared=<bytes> largest=<bytes> identical=<0|1>
 # stock: the compute memory held at the peak without galloc; shared: with the group; largest:
-# the larger member's own buffer (galloc, unshared); identical: every target logit as stock's,
-# in the timed runs and in the realistic one.
-# Before it, the peak RSS (GNU time) of one realistic run per mode, each in a process of its
-# own: a 512-token prompt for each context, then 64 tokens taking turns.
+# the largest member's own buffer (galloc, unshared); identical: every output (logits, image
+# embeddings) as stock's, in every run.
+# Before them, the peak RSS (GNU time) of one realistic run per mode, each in a process of its
+# own: for target-draft a 512-token prompt for each context, then 64 tokens taking turns; for
+# target-vision an image, a 512-token prompt and 64 generated tokens.
 #
 # usage: llama_share.sh [ROUNDS [TOKENS]]     (default 3 rounds of 16 tokens)
 # Needs `make test` (its packages test builds llama.rn 0.12.9 as shipped and as patched),
@@ -22,7 +27,8 @@ PATCHED=$PKG/llama_share
 REAL_DIMS=$ROOT/build/tests/dropin/galloc_llama_real_dims_llama-rn-0.12.9_stock
 OUT=$ROOT/build/bench/llama_share
 die() { echo "llama_share.sh: $*" >&2; exit 1; }
-[[ -s $PATCHED/rn_llama_group.hpp && -s $PATCHED/llama-context-patched.o && -s $PKG/llama/libllama.a ]] ||
+[[ -s $PATCHED/rn_llama_group.hpp && -s $PATCHED/llama-context-patched.o && -s $PKG/llama/libllama.a &&
+   -s $PKG/mtmd/libmtmd.a ]] ||
     die "no llama.rn 0.12.9 as galloc-rn patches it in $PKG: run make test first (its packages test builds it)"
 [[ -x $REAL_DIMS ]] || die "no $REAL_DIMS: run make build first"
 [[ -x /usr/bin/time ]] || die "needs GNU time (Debian: time)"
@@ -33,8 +39,9 @@ mkdir -p "$OUT"
     NPM_SPEC=llama.rn@0.12.9 GALLOC_GGML_AS_SHIPPED=1
     # shellcheck source=../integrations/ggml/package.sh
     source "$ROOT/integrations/ggml/package.sh"
-    for f in bench/llama_share_bench.cpp bench/median.hpp tests/dropin/test_support.hpp tests/dropin/llama_model.hpp \
-             tests/dropin/compute_memory.hpp tests/dropin/llama_share_group.hpp; do
+    for f in bench/llama_share_bench.cpp bench/llama_mtmd_share_bench.cpp bench/median.hpp tests/dropin/test_support.hpp \
+             tests/dropin/llama_model.hpp tests/dropin/compute_memory.hpp tests/dropin/llama_share_group.hpp \
+             tests/dropin/mmproj_model.hpp; do
         package_rename "$ROOT/$f" "$OUT/$(basename "$f")"
     done
     cp "$PATCHED/rn_llama_group.hpp" "$OUT/"
@@ -51,6 +58,10 @@ mkdir -p "$OUT"
             -c "$OUT/llama_share_bench.cpp" -o "$OUT/llama_share_bench_$kind.o"
         clang++ "$OUT/llama_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$PKG/libggml-$kind.a" \
             -lpthread -lm -ldl "${link[@]}" -o "$OUT/llama_share_bench_$kind"
+        clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/mtmd/include" -isystem "$PKG/llama/include" \
+            -isystem "$PKG/include" -c "$OUT/llama_mtmd_share_bench.cpp" -o "$OUT/llama_mtmd_share_bench_$kind.o"
+        clang++ "$OUT/llama_mtmd_share_bench_$kind.o" "${context[@]}" "$PKG/mtmd/libmtmd.a" "$PKG/llama/libllama.a" \
+            "$PKG/libggml-$kind.a" -lpthread -lm -ldl "${link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
     done
 ) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
 
@@ -77,8 +88,38 @@ printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(held u
 "$OUT/llama_share_bench_stock" "$MODEL" 1 "$TOKENS" | tee "$OUT/stock.txt"
 GALLOC_STRATEGY=best "$OUT/llama_share_bench_galloc" "$MODEL" "$ROUNDS" "$TOKENS" | tee "$OUT/galloc.txt"
 
+
+# target-vision: one realistic run per mode, under GNU time; vision MODE BUILD
+MMPROJ=$OUT/clip-vit-l-336-mmproj.gguf
+"$OUT/llama_mtmd_share_bench_stock" write "$MMPROJ" || die "could not write the projector"
+vision() {
+    /usr/bin/time -f '%M' -o "$OUT/vision-$1.kb" "$OUT/llama_mtmd_share_bench_$2" "$MODEL" "$MMPROJ" "${1%-stock}" \
+        >"$OUT/vision-$1.txt" || die "the vision run ($1) failed"
+    cat "$OUT/vision-$1.kb"
+}
+vision_stock=$(vision unshared-stock stock)
+vision_unshared=$(vision unshared galloc)
+vision_shared=$(vision shared galloc)
+echo
+printf '%-44s %10s %10s %10s\n' "image, 512-token prompt, 64 tokens" stock unshared shared
+printf '%-44s %10s %10s %10s\n' "peak RSS (MB)" "$(( vision_stock / 1000 ))" "$(( vision_unshared / 1000 ))" \
+    "$(( vision_shared / 1000 ))"
+vheld() { echo $(( $(field "vision $1" 'compute peak' "vision-$2") / 1000000 )); }
+printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(vheld unshared unshared-stock)" \
+    "$(vheld unshared unshared)" "$(vheld shared shared)"
+for v in unshared-stock unshared shared; do sed 's/^/  /' "$OUT/vision-$v.txt"; done
+
 identical=0
 [[ $(field stock logits stock) == "$(field shared logits galloc)" &&
    $(field 'rss unshared' logits rss-unshared-stock) == "$(field 'rss shared' logits rss-shared)" ]] && identical=1
+vision_identical=0
+[[ $(field 'vision unshared' embeddings vision-unshared-stock) == "$(field 'vision shared' embeddings vision-shared)" &&
+   $(field 'vision unshared' embeddings vision-unshared-stock) == "$(field 'vision unshared' embeddings vision-unshared)" &&
+   $(field 'vision unshared' logits vision-unshared-stock) == "$(field 'vision shared' logits vision-shared)" &&
+   $(field 'vision unshared' logits vision-unshared-stock) == "$(field 'vision unshared' logits vision-unshared)" ]] &&
+    vision_identical=1
 echo "SHARE target-draft stock=$(field stock 'compute peak' stock) shared=$(field shared 'compute peak' galloc)" \
      "largest=$(field unshared 'larger member' galloc) identical=$identical"
+echo "SHARE target-vision stock=$(field 'vision unshared' 'compute peak' vision-unshared-stock)" \
+     "shared=$(field 'vision shared' 'compute peak' vision-shared)" \
+     "largest=$(field 'vision unshared' 'largest member' vision-unshared) identical=$vision_identical"

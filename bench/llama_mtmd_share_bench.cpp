@@ -1,0 +1,153 @@
+// A llama.rn context's target and its multimodal encoder in one share group, at real
+// dimensions, on llama.rn 0.12.9 as galloc-rn patches it (bench/llama_share.sh builds and runs
+// this, under GNU time for the peak RSS):
+//
+//   llama_mtmd_share_bench write MMPROJ.gguf
+//       writes the projector: CLIP ViT-L/14 at 336 pixels (LLaVA-1.5's vision tower: 1024 wide,
+//       16 heads, 4096 feed-forward, 24 blocks, of which clip computes the first 23, as LLaVA
+//       takes the second-to-last layer) with a two-layer MLP into the text model's 896; random
+//       weights
+//   llama_mtmd_share_bench MODEL.gguf MMPROJ.gguf unshared|shared
+//       one realistic run, as a completion with an image runs in llama.rn: the target's context
+//       (2048 positions, batches of 128), then mtmd's encoder made as initMultimodal makes it
+//       (in the context's share group when shared); an image of 336 x 336 encoded and its 577
+//       embeddings decoded by mtmd's helper, a 512-token prompt, 64 generated tokens.
+//
+// Prints the compute memory held at the peak, the largest compute buffer (unshared: the
+// largest member's own), a hash of the embeddings and of every logit, and the milliseconds of
+// the image, the prompt and each generated token. Compute memory is counted by buffer usage
+// (compute_memory.hpp).
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "compute_memory.hpp"
+#include "ggml.h"
+#include "llama.h"
+#include "llama_model.hpp"
+#include "llama_share_group.hpp"
+#include "mmproj_model.hpp"
+#include "mtmd-helper.h"
+#include "mtmd.h"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace galloc::dropin_test;
+
+constexpr VisionTower kClipVitL336{336, 14, 1024, 16, 4096, 24, 896};
+constexpr int kBatch = 128;
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run(const std::string& model_path, const std::string& mmproj_path, const std::string& mode) {
+  if (mode != "unshared" && mode != "shared") fail("the mode is unshared or shared, not " + mode);
+  const bool shared = mode == "shared";
+  if (shared && !kHasShareGroups) fail("this build has no share groups (stock)");
+  llama_model* model = load_llama_model(model_path);
+  mtmd_helper_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  llama_context* ctx = make_llama_context(model, context_params(2048, kBatch), shared);
+  if (ctx == nullptr) fail("llama_init_from_model");
+  mtmd_context_params mparams = mtmd_context_params_default();
+  mparams.use_gpu = false;
+  mparams.print_timings = false;
+  mparams.n_threads = 2;
+  mtmd_context* mctx =
+      in_rn_context_group(shared, [&] { return mtmd_init_from_file(mmproj_path.c_str(), model, mparams); });
+  if (mctx == nullptr) fail("mtmd_init_from_file");
+
+  std::uint64_t logits_hash = 0xcbf29ce484222325ull;
+  int n_past = 0, next = 0;
+  auto take_logits = [&] {
+    const float* logits = llama_get_logits_ith(ctx, -1);
+    logits_hash = fnv1a(logits, static_cast<std::size_t>(n_vocab) * sizeof(float), logits_hash);
+    next = argmax(logits, n_vocab);
+  };
+
+  // the image
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(kClipVitL336.image_size) * kClipVitL336.image_size * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + i / 1013) & 0xff);
+  mtmd_bitmap* bitmap = mtmd_bitmap_init(kClipVitL336.image_size, kClipVitL336.image_size, rgb.data());
+  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+  const std::string marker = mtmd_default_marker();
+  mtmd_input_text text{};
+  text.text = marker.c_str();
+  text.text_len = marker.size();
+  const mtmd_bitmap* bitmaps[] = {bitmap};
+  if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0 || mtmd_input_chunks_size(chunks) != 1) fail("mtmd_tokenize");
+  const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, 0);
+  const std::size_t image_tokens = mtmd_input_chunk_get_n_tokens(chunk);
+  auto start = std::chrono::steady_clock::now();
+  llama_synchronize(ctx);  // as galloc-rn's edit of rn-mtmd.hpp does
+  llama_pos new_n_past = 0;
+  if (mtmd_helper_eval_chunk_single(mctx, ctx, chunk, n_past, 0, kBatch, true, &new_n_past) != 0) {
+    fail("mtmd_helper_eval_chunk_single");
+  }
+  const double image_ms = ms_since(start);
+  const std::uint64_t embd_hash = fnv1a(
+      mtmd_get_output_embd(mctx), image_tokens * static_cast<std::size_t>(llama_model_n_embd(model)) * sizeof(float));
+  n_past = new_n_past;
+  take_logits();
+  mtmd_input_chunks_free(chunks);
+  mtmd_bitmap_free(bitmap);
+
+  // the prompt, then the generated tokens
+  llama_batch batch = llama_batch_init(kBatch, 0, 1);
+  std::vector<llama_token> prompt;
+  for (int i = 0; i < 512; ++i) prompt.push_back(1 + (i * 37) % 997);
+  start = std::chrono::steady_clock::now();
+  for (std::size_t at = 0; at < prompt.size(); at += kBatch) {
+    fill_batch(
+        batch,
+        {prompt.begin() + static_cast<std::ptrdiff_t>(at), prompt.begin() + static_cast<std::ptrdiff_t>(at + kBatch)},
+        n_past);
+    if (llama_decode(ctx, batch) != 0) fail("llama_decode of the prompt");
+    n_past += kBatch;
+    take_logits();
+  }
+  const double prompt_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 64; ++i) {
+    fill_batch(batch, {next}, n_past);
+    if (llama_decode(ctx, batch) != 0) fail("llama_decode of a generated token");
+    ++n_past;
+    take_logits();
+  }
+  const double token_ms = ms_since(start) / 64;
+  const std::size_t largest = largest_compute_buffer();
+
+  llama_batch_free(batch);
+  mtmd_free(mctx);
+  llama_free(ctx);
+  llama_model_free(model);
+  llama_backend_free();
+  forget_released();
+  std::printf(
+      "vision %s: compute peak %zu bytes, largest member %zu; embeddings %s; logits %s; image of %zu tokens %.0f ms,"
+      " prompt %.0f ms, %.1f ms per generated token\n",
+      mode.c_str(), memory().peak, largest, hex(embd_hash).c_str(), hex(logits_hash).c_str(), image_tokens, image_ms,
+      prompt_ms, token_ms);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "write") == 0) {
+    write_mmproj(argv[2], kClipVitL336, 11);
+    return 0;
+  }
+  if (argc != 4) fail("usage: llama_mtmd_share_bench write MMPROJ.gguf | MODEL.gguf MMPROJ.gguf unshared|shared");
+  return run(argv[1], argv[2], argv[3]);
+}
