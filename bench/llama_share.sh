@@ -45,11 +45,11 @@ mkdir -p "$OUT"
         package_rename "$ROOT/$f" "$OUT/$(basename "$f")"
     done
     cp "$PATCHED/rn_llama_group.hpp" "$OUT/"
-    link=()
-    for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free \
-             ggml_gallocr_alloc_graph; do
-        link+=("-Wl,--wrap=lm_$w")
+    memory_link=()   # compute_memory.hpp's wrappers
+    for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
+        memory_link+=("-Wl,--wrap=lm_$w")
     done
+    link=("${memory_link[@]}" -Wl,--wrap=lm_ggml_gallocr_alloc_graph)   # and llama_share_bench's timer
     for kind in stock galloc; do
         helper=() context=()
         [[ $kind == galloc ]] && helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"') \
@@ -61,7 +61,7 @@ mkdir -p "$OUT"
         clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/mtmd/include" -isystem "$PKG/llama/include" \
             -isystem "$PKG/include" -c "$OUT/llama_mtmd_share_bench.cpp" -o "$OUT/llama_mtmd_share_bench_$kind.o"
         clang++ "$OUT/llama_mtmd_share_bench_$kind.o" "${context[@]}" "$PKG/mtmd/libmtmd.a" "$PKG/llama/libllama.a" \
-            "$PKG/libggml-$kind.a" -lpthread -lm -ldl "${link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
+            "$PKG/libggml-$kind.a" -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
     done
 ) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
 
