@@ -191,11 +191,11 @@ llama_share_check() {
 }
 
 # mtmd_share_check SPEC OUT DIR: the target and mtmd's encoder in one share group
-# (tests/dropin/llama_mtmd_share_client.cpp), on the package's mtmd (build-mtmd.sh) with
-# llama_share_check's patched llama-context.cpp and helper in DIR. compare.cmake: embeddings and
-# logits as stock's, the compute peak smaller with the group; and with it, the peak is the
-# largest member's need (the largest compute buffer of the unshared run with the same strategy),
-# as nothing is carried from the encoder to the target.
+# (tests/dropin/llama_mtmd_share_client.cpp), with a vision and then an audio projector, on the
+# package's mtmd (build-mtmd.sh) with llama_share_check's patched llama-context.cpp and helper
+# in DIR. compare.cmake: embeddings and logits as stock's, the compute peak smaller with the
+# group; and with it, the peak is the largest member's need (the largest compute buffer of the
+# unshared run with the same strategy), as nothing is carried from the encoder to the target.
 mtmd_share_check() {
     local spec=$1 out=$2 dir=$3 mdir=$3/mtmd
     "$ROOT/integrations/ggml/build-mtmd.sh" "$spec" "$out" >"$out/mtmd-build.log" 2>&1 \
@@ -223,17 +223,19 @@ mtmd_share_check() {
                 "$out/libggml-$kind.a" -lpthread -lm -ldl "${link[@]}" -o "$mdir/client_$kind" || exit 1
         done
     ) >"$mdir.log" 2>&1 || { tail -n 20 "$mdir.log"; return 1; }
-    local args="$mdir/run/tiny-llama.gguf;$mdir/run/tiny-mmproj.gguf"
-    cmake -DSTOCK="$mdir/client_stock" -DGALLOC="$mdir/client_galloc" -DOUT="$mdir/run" \
-        -DARGS="$args" -DSHARE_ARGS="$args;share" -DSHARE_SMALLER=compute_peak \
-        -P "$ROOT/tests/dropin/compare.cmake" >"$mdir/compare.log" 2>&1 || { tail -n 30 "$mdir/compare.log"; return 1; }
-    local key=llama_mtmd.compute_peak stock shared largest
-    stock=$(sed -n "s/^size $key //p" "$mdir/run/stock.txt")
-    shared=$(sed -n "s/^size $key //p" "$mdir/run/shared.txt")
-    largest=$(sed -n 's/^size llama_mtmd.largest_buffer //p' "$mdir/run/best.txt")
-    [[ -n $shared && -n $largest && $shared -le $largest ]] \
-        || { echo "the shared compute peak ($shared) is more than the largest member's need ($largest)"; return 1; }
-    echo "ok: $spec: the target and mtmd's encoder in one share group: $(grep -m1 'exact facts' "$mdir/compare.log" | sed 's/^-- //'), compute peak $stock (stock), $shared (shared), the largest member's $largest"
+    local kind run args key=llama_mtmd.compute_peak stock shared largest
+    for kind in vision audio; do
+        run=$mdir/$kind args="$run/tiny-llama.gguf;$run/tiny-mmproj.gguf;$kind"
+        cmake -DSTOCK="$mdir/client_stock" -DGALLOC="$mdir/client_galloc" -DOUT="$run" \
+            -DARGS="$args" -DSHARE_ARGS="$args;share" -DSHARE_SMALLER=compute_peak \
+            -P "$ROOT/tests/dropin/compare.cmake" >"$run.log" 2>&1 || { tail -n 30 "$run.log"; return 1; }
+        stock=$(sed -n "s/^size $key //p" "$run/stock.txt")
+        shared=$(sed -n "s/^size $key //p" "$run/shared.txt")
+        largest=$(sed -n 's/^size llama_mtmd.largest_buffer //p' "$run/best.txt")
+        [[ -n $shared && -n $largest && $shared -le $largest ]] \
+            || { echo "$kind: the shared compute peak ($shared) is more than the largest member's need ($largest)"; return 1; }
+        echo "ok: $spec: the target and mtmd's $kind encoder in one share group: $(grep -m1 'exact facts' "$run.log" | sed 's/^-- //'), compute peak $stock (stock), $shared (shared), the largest member's $largest"
+    done
 }
 
 # inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for

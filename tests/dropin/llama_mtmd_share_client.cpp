@@ -2,16 +2,18 @@
 // (galloc-ggml.h), as llama.rn makes and runs them after galloc-rn apply: the target's context
 // first (loadModel), then mtmd's encoder, made later inside the same group by name
 // (initMultimodal → mtmd_init_from_file, whose clip context makes its scheduler and reserves
-// it). Then images and text take turns as a completion with media does: each image chunk is
-// encoded and its embeddings decoded by mtmd's helper (mtmd_helper_eval_chunk_single, after the
-// llama_synchronize galloc-rn's edit puts before it), and the target generates a few tokens
-// between images, so llama.cpp would reuse its graph across the encoder's allocs.
+// it), with a vision or an audio projector (mmproj_model.hpp). Then media and text take turns as
+// a completion with media does: each media chunk is encoded and its embeddings decoded by mtmd's
+// helper (mtmd_helper_eval_chunk_single, after the llama_synchronize galloc-rn's edit puts before
+// it), and the target generates a few tokens after each image or sound, so llama.cpp would reuse
+// its graph across the encoder's allocs.
 //
-// Every image embedding and every logit must be bit-identical to stock's (compare.cmake). With
-// "share" as the third argument the two are made inside one share group: one compute buffer
+// Every embedding and every logit must be bit-identical to stock's (compare.cmake). With
+// "share" as the fourth argument the two are made inside one share group: one compute buffer
 // while both live, and the compute memory held at the peak is the largest member's need, as
 // the encoder carries nothing to the target (its embeddings are copied to host memory).
 // Compute memory is counted by buffer usage (compute_memory.hpp).
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -31,11 +33,22 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-// An image of the tower's size, a pattern that differs with `seed`.
-std::vector<unsigned char> image_pixels(const VisionTower& v, int seed) {
-  std::vector<unsigned char> rgb(static_cast<std::size_t>(v.image_size) * v.image_size * 3);
-  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + seed * 31 + i / 97) & 0xff);
-  return rgb;
+// The media of one round, a pattern that differs with `round`: an image of the tower's size, or
+// three seconds of sound at 16 kHz.
+mtmd_bitmap* make_media(bool audio, int round) {
+  if (audio) {
+    std::vector<float> samples(3 * 16000);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      samples[i] = 0.3f * std::sin(0.01f * static_cast<float>(i) * static_cast<float>(round + 2)) +
+                   0.1f * std::sin(0.37f * static_cast<float>(i));
+    }
+    return mtmd_bitmap_init_from_audio(samples.size(), samples.data());
+  }
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(kTinyVisionTower.image_size) * kTinyVisionTower.image_size *
+                                 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i)
+    rgb[i] = static_cast<unsigned char>((i * 7 + round * 31 + i / 97) & 0xff);
+  return mtmd_bitmap_init(kTinyVisionTower.image_size, kTinyVisionTower.image_size, rgb.data());
 }
 
 // The compute buffers now: with the group, one.
@@ -49,12 +62,18 @@ void report_buffers(bool share, const std::string& step) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) fail("usage: llama_mtmd_share_client MODEL MMPROJ [share]");
-  const std::string model_path = argv[1], mmproj_path = argv[2];
-  const bool share = argc > 3 && std::string(argv[3]) == "share";
+  if (argc < 4) fail("usage: llama_mtmd_share_client MODEL MMPROJ vision|audio [share]");
+  const std::string model_path = argv[1], mmproj_path = argv[2], kind = argv[3];
+  if (kind != "vision" && kind != "audio") fail("the projector is vision or audio, not " + kind);
+  const bool audio = kind == "audio";
+  const bool share = argc > 4 && std::string(argv[4]) == "share";
   if (share && !kHasShareGroups) fail("share: built without galloc-rn's helper (GALLOC_RN_LLAMA_GROUP)");
   llama_model* model = write_and_load_llama_model(model_path);
-  write_mmproj(mmproj_path, kTinyVisionTower, 7);
+  if (audio) {
+    write_mmproj(mmproj_path, kTinyAudioTower, 7);
+  } else {
+    write_mmproj(mmproj_path, kTinyVisionTower, 7);
+  }
   // mtmd's and clip's log: errors only
   mtmd_helper_log_set(
       [](ggml_log_level level, const char* text, void*) {
@@ -62,8 +81,9 @@ int main(int argc, char** argv) {
       },
       nullptr);
 
-  // room for two images of 65 tokens and the text around them
-  llama_context_params params = context_params(256, 32);
+  // room for two rounds of media and the text around them: an image is 65 tokens, a sound two
+  // 30-second chunks of 377 (mtmd pads it by 30 seconds)
+  llama_context_params params = context_params(audio ? 2048 : 512, 32);
   llama_context* ctx = make_llama_context(model, params, share);
   if (ctx == nullptr) fail("llama_init_from_model");
   llama_batch batch = llama_batch_init(32, 0, 1);
@@ -84,37 +104,41 @@ int main(int argc, char** argv) {
   mtmd_context* mctx =
       in_rn_context_group(share, [&] { return mtmd_init_from_file(mmproj_path.c_str(), model, mparams); });
   if (mctx == nullptr) fail("mtmd_init_from_file");
-  if (!mtmd_support_vision(mctx)) fail("the projector has no vision encoder");
+  if (audio ? !mtmd_support_audio(mctx) : !mtmd_support_vision(mctx)) fail("the projector has no " + kind + " encoder");
 
-  for (int image = 0; image < 2; ++image) {
-    const std::string step = "image" + std::to_string(image);
-    const std::vector<unsigned char> rgb = image_pixels(kTinyVisionTower, image);
-    mtmd_bitmap* bitmap = mtmd_bitmap_init(kTinyVisionTower.image_size, kTinyVisionTower.image_size, rgb.data());
+  for (int round = 0; round < 2; ++round) {
+    const std::string step = kind + std::to_string(round);
+    mtmd_bitmap* media = make_media(audio, round);
     mtmd_input_chunks* chunks = mtmd_input_chunks_init();
     const std::string marker = mtmd_default_marker();
     mtmd_input_text text{};
     text.text = marker.c_str();
     text.text_len = marker.size();
-    const mtmd_bitmap* bitmaps[] = {bitmap};
+    const mtmd_bitmap* bitmaps[] = {media};
     if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0) fail(step + ": mtmd_tokenize");
-    if (mtmd_input_chunks_size(chunks) != 1) fail(step + ": not one chunk");
-    const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, 0);
-    if (mtmd_input_chunk_get_type(chunk) != MTMD_INPUT_CHUNK_TYPE_IMAGE) fail(step + ": not an image chunk");
-    const std::size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
-    llama_synchronize(ctx);
-    llama_pos new_n_past = 0;
-    if (mtmd_helper_eval_chunk_single(mctx, ctx, chunk, n_past, 0, 32, true, &new_n_past) != 0) {
-      fail(step + ": mtmd_helper_eval_chunk_single");
+    if (mtmd_input_chunks_size(chunks) == 0) fail(step + ": no chunk");
+    for (std::size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
+      const std::string chunk_step = step + ".chunk" + std::to_string(i);
+      const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, i);
+      const auto type = mtmd_input_chunk_get_type(chunk);
+      if (type != (audio ? MTMD_INPUT_CHUNK_TYPE_AUDIO : MTMD_INPUT_CHUNK_TYPE_IMAGE))
+        fail(chunk_step + ": not " + kind);
+      const std::size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
+      llama_synchronize(ctx);
+      llama_pos new_n_past = 0;
+      if (mtmd_helper_eval_chunk_single(mctx, ctx, chunk, n_past, 0, 32, true, &new_n_past) != 0) {
+        fail(chunk_step + ": mtmd_helper_eval_chunk_single");
+      }
+      const float* embd = mtmd_get_output_embd(mctx);
+      exact("llama_mtmd." + chunk_step + ".embeddings",
+            hex(fnv1a(embd, n_tokens * static_cast<std::size_t>(llama_model_n_embd(model)) * sizeof(float))));
+      const float* logits = llama_get_logits_ith(ctx, -1);
+      exact("llama_mtmd." + chunk_step + ".logits", hex(fnv1a(logits, kVocab * sizeof(float))));
+      n_past = new_n_past;
+      next = argmax(logits, kVocab);
     }
-    const float* embd = mtmd_get_output_embd(mctx);
-    exact("llama_mtmd." + step + ".embeddings",
-          hex(fnv1a(embd, n_tokens * static_cast<std::size_t>(llama_model_n_embd(model)) * sizeof(float))));
-    const float* logits = llama_get_logits_ith(ctx, -1);
-    exact("llama_mtmd." + step + ".logits", hex(fnv1a(logits, kVocab * sizeof(float))));
-    n_past = new_n_past;
-    next = argmax(logits, kVocab);
     mtmd_input_chunks_free(chunks);
-    mtmd_bitmap_free(bitmap);
+    mtmd_bitmap_free(media);
     for (int i = 0; i < 3; ++i) decode({next}, step + ".gen" + std::to_string(i));
     report_buffers(share, step);
   }

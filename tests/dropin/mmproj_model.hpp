@@ -1,7 +1,13 @@
-// A LLaVA-style vision projector (clip.projector_type "mlp": a ViT with a class token and a
-// two-layer MLP into the text model's width), written with gguf's API as llama.cpp's converter
-// lays out an mmproj file, random weights. mtmd needs no tokenizer for it: an image chunk has no
-// begin or end marker text, so the tiny no_vocab text model (llama_model.hpp) can take it.
+// mtmd projector files (mmproj) as llama.cpp's converters lay them out, written with gguf's API,
+// random weights. Both kinds have no begin or end marker text around their chunks, so mtmd
+// needs no tokenizer for them and the tiny no_vocab text model (llama_model.hpp) can take them:
+//   - vision: LLaVA-style (clip.projector_type "mlp"): a ViT with a class token and a
+//     two-layer MLP into the text model's width;
+//   - audio: GLM-ASR-style ("glma"): a Whisper encoder (two convolutions, 1500 positions for
+//     mtmd's 30-second chunks), a layer norm, frames stacked by 4, a GELU MLP, and learned
+//     begin and end embeddings around each chunk's. (Ultravox, the other marker-free audio
+//     projector, stacks by 8, and this llama.cpp's clip counts one token fewer than its graph
+//     makes for a 30-second chunk, and aborts.)
 #pragma once
 
 #include <cstdint>
@@ -25,22 +31,108 @@ struct VisionTower {
   int text_embd;  // the text model's width: the projector's output
 };
 
+struct AudioTower {
+  int n_mel;
+  int n_embd;
+  int n_head;
+  int n_ff;
+  int n_layer;
+  int projector_hidden;  // the MLP's width
+  int text_embd;
+};
+
 // Tiny, for make test: 8 x 8 patches, 65 positions.
 constexpr VisionTower kTinyVisionTower{112, 14, 64, 4, 256, 3, 64};
+// Tiny, for make test: 1500 positions (mtmd's audio chunks are 30 seconds), 377 tokens each.
+constexpr AudioTower kTinyAudioTower{128, 32, 2, 64, 2, 64, 64};
+
+// The tensors of one gguf file, each with data of its own; random values.
+class MmprojWriter {
+ public:
+  explicit MmprojWriter(std::uint64_t seed) : rng_(seed) {
+    ggml_init_params params{};
+    params.mem_size = 4096 * ggml_tensor_overhead();
+    params.no_alloc = true;  // each tensor's data is a vector of data_
+    ctx_ = ggml_init(params);
+  }
+  ~MmprojWriter() {
+    gguf_free(gguf_);
+    ggml_free(ctx_);
+  }
+  MmprojWriter(const MmprojWriter&) = delete;
+  MmprojWriter& operator=(const MmprojWriter&) = delete;
+
+  gguf_context* gguf() { return gguf_; }
+
+  // A tensor of shape `ne`, values offset + uniform(-scale, scale).
+  void add(const std::string& name, ggml_type type, std::initializer_list<std::int64_t> ne, float scale,
+           float offset = 0.0f) {
+    std::int64_t dims[4] = {1, 1, 1, 1};
+    int n = 0;
+    for (std::int64_t d : ne) dims[n++] = d;
+    ggml_tensor* t = ggml_new_tensor(ctx_, type, n, dims);
+    ggml_set_name(t, name.c_str());
+    data_.emplace_back(ggml_nbytes(t));
+    t->data = data_.back().data();
+    const std::int64_t count = ggml_nelements(t);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float x = offset + rng_.uniform(scale);
+      if (type == GGML_TYPE_F32) {
+        static_cast<float*>(t->data)[i] = x;
+      } else {
+        static_cast<ggml_fp16_t*>(t->data)[i] = ggml_fp32_to_fp16(x);
+      }
+    }
+    gguf_add_tensor(gguf_, t);
+  }
+  // A layer norm's weight (about 1) and bias.
+  void add_norm(const std::string& name, std::int64_t n) {
+    add(name + ".weight", GGML_TYPE_F32, {n}, 0.1f, 1.0f);
+    add(name + ".bias", GGML_TYPE_F32, {n}, 0.1f);
+  }
+  // A ViT block, as clip names its tensors (`prefix` v or a); `k_bias` false as in Whisper.
+  void add_block(const std::string& prefix, int layer, std::int64_t n_embd, std::int64_t n_ff, bool k_bias) {
+    const std::string b = prefix + ".blk." + std::to_string(layer) + ".";
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+      add(b + m + ".weight", GGML_TYPE_F16, {n_embd, n_embd}, 0.1f);
+      if (k_bias || std::string(m) != "attn_k") add(b + m + ".bias", GGML_TYPE_F32, {n_embd}, 0.1f);
+    }
+    add_norm(b + "ln1", n_embd);
+    add_norm(b + "ln2", n_embd);
+    add(b + "ffn_up.weight", GGML_TYPE_F16, {n_embd, n_ff}, 0.1f);
+    add(b + "ffn_up.bias", GGML_TYPE_F32, {n_ff}, 0.1f);
+    add(b + "ffn_down.weight", GGML_TYPE_F16, {n_ff, n_embd}, 0.1f);
+    add(b + "ffn_down.bias", GGML_TYPE_F32, {n_embd}, 0.1f);
+  }
+  void write(const std::string& path) {
+    if (!gguf_write_to_file(gguf_, path.c_str(), false)) fail("cannot write " + path);
+  }
+
+ private:
+  gguf_context* gguf_ = gguf_init_empty();
+  ggml_context* ctx_ = nullptr;
+  std::vector<std::vector<std::uint8_t>> data_;
+  Rng rng_;
+};
+
+inline void set_u32(gguf_context* g, const char* key, int value) {
+  gguf_set_val_u32(g, key, static_cast<std::uint32_t>(value));
+}
 
 inline void write_mmproj(const std::string& path, const VisionTower& v, std::uint64_t seed) {
-  gguf_context* g = gguf_init_empty();
+  MmprojWriter w(seed);
+  gguf_context* g = w.gguf();
   gguf_set_val_str(g, "general.architecture", "clip");
   gguf_set_val_str(g, "general.name", "galloc-llava-style-projector");
   gguf_set_val_bool(g, "clip.has_vision_encoder", true);
   gguf_set_val_str(g, "clip.projector_type", "mlp");
-  gguf_set_val_u32(g, "clip.vision.image_size", static_cast<std::uint32_t>(v.image_size));
-  gguf_set_val_u32(g, "clip.vision.patch_size", static_cast<std::uint32_t>(v.patch_size));
-  gguf_set_val_u32(g, "clip.vision.embedding_length", static_cast<std::uint32_t>(v.n_embd));
-  gguf_set_val_u32(g, "clip.vision.feed_forward_length", static_cast<std::uint32_t>(v.n_ff));
-  gguf_set_val_u32(g, "clip.vision.block_count", static_cast<std::uint32_t>(v.n_layer));
-  gguf_set_val_u32(g, "clip.vision.projection_dim", static_cast<std::uint32_t>(v.text_embd));
-  gguf_set_val_u32(g, "clip.vision.attention.head_count", static_cast<std::uint32_t>(v.n_head));
+  set_u32(g, "clip.vision.image_size", v.image_size);
+  set_u32(g, "clip.vision.patch_size", v.patch_size);
+  set_u32(g, "clip.vision.embedding_length", v.n_embd);
+  set_u32(g, "clip.vision.feed_forward_length", v.n_ff);
+  set_u32(g, "clip.vision.block_count", v.n_layer);
+  set_u32(g, "clip.vision.projection_dim", v.text_embd);
+  set_u32(g, "clip.vision.attention.head_count", v.n_head);
   gguf_set_val_f32(g, "clip.vision.attention.layer_norm_epsilon", 1e-5f);
   const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};  // CLIP's
   const float stdev[3] = {0.26862954f, 0.26130258f, 0.27577711f};
@@ -48,61 +140,53 @@ inline void write_mmproj(const std::string& path, const VisionTower& v, std::uin
   gguf_set_arr_data(g, "clip.vision.image_std", GGUF_TYPE_FLOAT32, stdev, 3);
 
   const int side = v.image_size / v.patch_size;
-  const std::int64_t n_pos = static_cast<std::int64_t>(side) * side + 1;
-  ggml_init_params params{};
-  params.mem_size = 4096 * ggml_tensor_overhead();
-  params.no_alloc = true;  // the data is written below, tensor by tensor, into buffers of its own
-  ggml_context* ctx = ggml_init(params);
-  std::vector<std::vector<std::uint8_t>> data;
-  Rng rng(seed);
-  auto add = [&](const std::string& name, ggml_type type, std::initializer_list<std::int64_t> ne, float scale,
-                 float offset = 0.0f) {
-    std::int64_t dims[4] = {1, 1, 1, 1};
-    int n = 0;
-    for (std::int64_t d : ne) dims[n++] = d;
-    ggml_tensor* t = ggml_new_tensor(ctx, type, n, dims);
-    ggml_set_name(t, name.c_str());
-    data.emplace_back(ggml_nbytes(t));
-    t->data = data.back().data();
-    const std::int64_t count = ggml_nelements(t);
-    for (std::int64_t i = 0; i < count; ++i) {
-      const float x = offset + rng.uniform(scale);
-      if (type == GGML_TYPE_F32) {
-        static_cast<float*>(t->data)[i] = x;
-      } else {
-        static_cast<ggml_fp16_t*>(t->data)[i] = ggml_fp32_to_fp16(x);
-      }
-    }
-    gguf_add_tensor(g, t);
-  };
-  const std::int64_t e = v.n_embd;
-  add("v.class_embd", GGML_TYPE_F32, {e}, 0.5f);
-  add("v.patch_embd.weight", GGML_TYPE_F16, {v.patch_size, v.patch_size, 3, e}, 0.05f);
-  add("v.position_embd.weight", GGML_TYPE_F16, {e, n_pos}, 0.5f);
-  add("v.pre_ln.weight", GGML_TYPE_F32, {e}, 0.1f, 1.0f);
-  add("v.pre_ln.bias", GGML_TYPE_F32, {e}, 0.1f);
-  for (int l = 0; l < v.n_layer; ++l) {
-    const std::string b = "v.blk." + std::to_string(l) + ".";
-    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-      add(b + m + ".weight", GGML_TYPE_F16, {e, e}, 0.1f);
-      add(b + m + ".bias", GGML_TYPE_F32, {e}, 0.1f);
-    }
-    for (const char* m : {"ln1", "ln2"}) {
-      add(b + m + ".weight", GGML_TYPE_F32, {e}, 0.1f, 1.0f);
-      add(b + m + ".bias", GGML_TYPE_F32, {e}, 0.1f);
-    }
-    add(b + "ffn_up.weight", GGML_TYPE_F16, {e, v.n_ff}, 0.1f);
-    add(b + "ffn_up.bias", GGML_TYPE_F32, {v.n_ff}, 0.1f);
-    add(b + "ffn_down.weight", GGML_TYPE_F16, {v.n_ff, e}, 0.1f);
-    add(b + "ffn_down.bias", GGML_TYPE_F32, {e}, 0.1f);
-  }
-  add("mm.0.weight", GGML_TYPE_F16, {e, v.text_embd}, 0.1f);
-  add("mm.0.bias", GGML_TYPE_F32, {v.text_embd}, 0.1f);
-  add("mm.2.weight", GGML_TYPE_F16, {v.text_embd, v.text_embd}, 0.1f);
-  add("mm.2.bias", GGML_TYPE_F32, {v.text_embd}, 0.1f);
-  if (!gguf_write_to_file(g, path.c_str(), false)) fail("cannot write " + path);
-  gguf_free(g);
-  ggml_free(ctx);
+  const std::int64_t e = v.n_embd, n_pos = static_cast<std::int64_t>(side) * side + 1;
+  w.add("v.class_embd", GGML_TYPE_F32, {e}, 0.5f);
+  w.add("v.patch_embd.weight", GGML_TYPE_F16, {v.patch_size, v.patch_size, 3, e}, 0.05f);
+  w.add("v.position_embd.weight", GGML_TYPE_F16, {e, n_pos}, 0.5f);
+  w.add_norm("v.pre_ln", e);
+  for (int l = 0; l < v.n_layer; ++l) w.add_block("v", l, e, v.n_ff, true);
+  w.add("mm.0.weight", GGML_TYPE_F16, {e, v.text_embd}, 0.1f);
+  w.add("mm.0.bias", GGML_TYPE_F32, {v.text_embd}, 0.1f);
+  w.add("mm.2.weight", GGML_TYPE_F16, {v.text_embd, v.text_embd}, 0.1f);
+  w.add("mm.2.bias", GGML_TYPE_F32, {v.text_embd}, 0.1f);
+  w.write(path);
+}
+
+inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint64_t seed) {
+  constexpr int kStack = 4;         // clip.audio.projector.stack_factor, GLM-ASR's merge factor
+  constexpr int kPositions = 1500;  // 3000 mel frames, halved by the second convolution
+  MmprojWriter w(seed);
+  gguf_context* g = w.gguf();
+  gguf_set_val_str(g, "general.architecture", "clip");
+  gguf_set_val_str(g, "general.name", "galloc-glm-asr-style-projector");
+  gguf_set_val_bool(g, "clip.has_audio_encoder", true);
+  gguf_set_val_str(g, "clip.projector_type", "glma");
+  set_u32(g, "clip.audio.num_mel_bins", a.n_mel);
+  set_u32(g, "clip.audio.embedding_length", a.n_embd);
+  set_u32(g, "clip.audio.feed_forward_length", a.n_ff);
+  set_u32(g, "clip.audio.block_count", a.n_layer);
+  set_u32(g, "clip.audio.projection_dim", a.text_embd);
+  set_u32(g, "clip.audio.attention.head_count", a.n_head);
+  gguf_set_val_f32(g, "clip.audio.attention.layer_norm_epsilon", 1e-5f);
+  set_u32(g, "clip.audio.projector.stack_factor", kStack);
+
+  const std::int64_t e = a.n_embd;
+  w.add("a.conv1d.1.weight", GGML_TYPE_F16, {3, a.n_mel, e}, 0.1f);
+  w.add("a.conv1d.1.bias", GGML_TYPE_F32, {1, e}, 0.1f);
+  w.add("a.conv1d.2.weight", GGML_TYPE_F16, {3, e, e}, 0.1f);
+  w.add("a.conv1d.2.bias", GGML_TYPE_F32, {1, e}, 0.1f);
+  w.add("a.position_embd.weight", GGML_TYPE_F32, {e, kPositions}, 0.5f);
+  for (int l = 0; l < a.n_layer; ++l) w.add_block("a", l, e, a.n_ff, false);
+  w.add_norm("a.post_ln", e);
+  w.add_norm("mm.a.norm_pre", e);
+  w.add("mm.a.mlp.1.weight", GGML_TYPE_F16, {e * kStack, a.projector_hidden}, 0.1f);
+  w.add("mm.a.mlp.1.bias", GGML_TYPE_F32, {a.projector_hidden}, 0.1f);
+  w.add("mm.a.mlp.2.weight", GGML_TYPE_F16, {a.projector_hidden, a.text_embd}, 0.1f);
+  w.add("mm.a.mlp.2.bias", GGML_TYPE_F32, {a.text_embd}, 0.1f);
+  w.add("v.boi", GGML_TYPE_F32, {a.text_embd}, 0.5f);
+  w.add("v.eoi", GGML_TYPE_F32, {a.text_embd}, 0.5f);
+  w.write(path);
 }
 
 }  // namespace galloc::dropin_test
