@@ -51,21 +51,10 @@ int run(const std::string& model_path, const std::string& mmproj_path, const std
   const bool shared = mode == "shared";
   if (shared && !kHasShareGroups) fail("this build has no share groups (stock)");
   llama_model* model = load_llama_model(model_path);
-  mtmd_helper_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
-      },
-      nullptr);
   const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
   llama_context* ctx = make_llama_context(model, context_params(2048, kBatch), shared);
   if (ctx == nullptr) fail("llama_init_from_model");
-  mtmd_context_params mparams = mtmd_context_params_default();
-  mparams.use_gpu = false;
-  mparams.print_timings = false;
-  mparams.n_threads = 2;
-  mtmd_context* mctx =
-      in_rn_context_group(shared, [&] { return mtmd_init_from_file(mmproj_path.c_str(), model, mparams); });
-  if (mctx == nullptr) fail("mtmd_init_from_file");
+  mtmd_context* mctx = make_mtmd_context(mmproj_path, model, shared);
 
   std::uint64_t logits_hash = 0xcbf29ce484222325ull;
   int n_past = 0, next = 0;
@@ -79,13 +68,8 @@ int run(const std::string& model_path, const std::string& mmproj_path, const std
   std::vector<unsigned char> rgb(static_cast<std::size_t>(kClipVitL336.image_size) * kClipVitL336.image_size * 3);
   for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + i / 1013) & 0xff);
   mtmd_bitmap* bitmap = mtmd_bitmap_init(kClipVitL336.image_size, kClipVitL336.image_size, rgb.data());
-  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-  const std::string marker = mtmd_default_marker();
-  mtmd_input_text text{};
-  text.text = marker.c_str();
-  text.text_len = marker.size();
-  const mtmd_bitmap* bitmaps[] = {bitmap};
-  if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0 || mtmd_input_chunks_size(chunks) != 1) fail("mtmd_tokenize");
+  mtmd_input_chunks* chunks = tokenize_media(mctx, bitmap);
+  if (mtmd_input_chunks_size(chunks) != 1) fail("the image is not one chunk");
   const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, 0);
   const std::size_t image_tokens = mtmd_input_chunk_get_n_tokens(chunk);
   auto start = std::chrono::steady_clock::now();

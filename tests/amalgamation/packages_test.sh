@@ -136,6 +136,16 @@ client() {
     sed -n '2,$p' "$out/compare.log" | grep -E '^  [a-z_]+\.' | head -n 16
 }
 
+# compute_memory_wraps DIR: the linker flags for compute_memory.hpp's wrappers, with ggml's
+# names as the package has them (package.sh sourced)
+compute_memory_wraps() {
+    local w
+    for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
+        package_rename <(echo "$w") "$1/wrap"
+        echo "-Wl,--wrap=$(cat "$1/wrap")"
+    done
+}
+
 # llama_share_check SPEC OUT APP: the members of one llama.rn context in a share group
 # (tests/dropin/llama_share_client.cpp) on the package's llama.cpp with galloc-rn's
 # llama-context.cpp, compiled as build-llama.sh compiled the package's own and linked in its
@@ -159,8 +169,9 @@ llama_share_check() {
         for f in llama_share_client.cpp llama_share_group.hpp test_support.hpp llama_model.hpp compute_memory.hpp; do
             package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
         done
-        local -a flags link=()
+        local -a flags link
         local w kind context helper
+        mapfile -t link < <(compute_memory_wraps "$dir")
         read -r -a flags <<<"$(sed -n 's/^flags=//p' "$out/llama/.libllama.stamp")"
         "$CXX" "${flags[@]}" -c "$patched" -o "$dir/llama-context-patched.o" || exit 1
         local -a rn_includes=()
@@ -169,10 +180,6 @@ llama_share_check() {
             [[ -d $pkg/$w ]] && rn_includes+=("-I$pkg/$w")
         done
         "$CXX" -std=c++17 -fsyntax-only "${rn_includes[@]}" "$rn" || exit 1
-        for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
-            package_rename <(echo "$w") "$dir/wrap"
-            link+=("-Wl,--wrap=$(cat "$dir/wrap")")
-        done
         for kind in stock galloc; do
             context=() helper=()
             [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o") helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"')
@@ -208,12 +215,9 @@ mtmd_share_check() {
         for f in llama_mtmd_share_client.cpp mmproj_model.hpp; do
             package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
         done
-        local -a link=()
-        local w kind context helper
-        for w in ggml_backend_buft_alloc_buffer ggml_backend_buffer_set_usage ggml_backend_buffer_free; do
-            package_rename <(echo "$w") "$mdir/wrap"
-            link+=("-Wl,--wrap=$(cat "$mdir/wrap")")
-        done
+        local -a link
+        local kind context helper
+        mapfile -t link < <(compute_memory_wraps "$mdir")
         for kind in stock galloc; do
             context=() helper=()
             [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o") helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"')

@@ -74,12 +74,6 @@ int main(int argc, char** argv) {
   } else {
     write_mmproj(mmproj_path, kTinyVisionTower, 7);
   }
-  // mtmd's and clip's log: errors only
-  mtmd_helper_log_set(
-      [](ggml_log_level level, const char* text, void*) {
-        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
-      },
-      nullptr);
 
   // room for two rounds of media and the text around them: an image is 65 tokens, a sound two
   // 30-second chunks of 377 (mtmd pads it by 30 seconds)
@@ -97,26 +91,13 @@ int main(int argc, char** argv) {
   decode({1, 17, 33, 5, 99, 120, 64, 2, 77}, "prompt");
   for (int i = 0; i < 3; ++i) decode({next}, "alone.gen" + std::to_string(i));
 
-  mtmd_context_params mparams = mtmd_context_params_default();
-  mparams.use_gpu = false;
-  mparams.print_timings = false;
-  mparams.n_threads = 2;
-  mtmd_context* mctx =
-      in_rn_context_group(share, [&] { return mtmd_init_from_file(mmproj_path.c_str(), model, mparams); });
-  if (mctx == nullptr) fail("mtmd_init_from_file");
+  mtmd_context* mctx = make_mtmd_context(mmproj_path, model, share);
   if (audio ? !mtmd_support_audio(mctx) : !mtmd_support_vision(mctx)) fail("the projector has no " + kind + " encoder");
 
   for (int round = 0; round < 2; ++round) {
     const std::string step = kind + std::to_string(round);
     mtmd_bitmap* media = make_media(audio, round);
-    mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-    const std::string marker = mtmd_default_marker();
-    mtmd_input_text text{};
-    text.text = marker.c_str();
-    text.text_len = marker.size();
-    const mtmd_bitmap* bitmaps[] = {media};
-    if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0) fail(step + ": mtmd_tokenize");
-    if (mtmd_input_chunks_size(chunks) == 0) fail(step + ": no chunk");
+    mtmd_input_chunks* chunks = tokenize_media(mctx, media);
     for (std::size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
       const std::string chunk_step = step + ".chunk" + std::to_string(i);
       const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, i);

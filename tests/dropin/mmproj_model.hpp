@@ -1,6 +1,7 @@
 // mtmd projector files (mmproj) as llama.cpp's converters lay them out, written with gguf's API,
-// random weights. Both kinds have no begin or end marker text around their chunks, so mtmd
-// needs no tokenizer for them and the tiny no_vocab text model (llama_model.hpp) can take them:
+// random weights, and mtmd's encoder made from one as llama.rn makes it. Both kinds have no begin or end marker text
+// around their chunks, so mtmd needs no tokenizer for them and the tiny no_vocab text model (llama_model.hpp) can take
+// them:
 //   - vision: LLaVA-style (clip.projector_type "mlp"): a ViT with a class token and a
 //     two-layer MLP into the text model's width;
 //   - audio: GLM-ASR-style ("glma"): a Whisper encoder (two convolutions, 1500 positions for
@@ -11,12 +12,17 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "ggml.h"
 #include "gguf.h"
+#include "llama.h"
+#include "llama_share_group.hpp"
+#include "mtmd-helper.h"
+#include "mtmd.h"
 #include "test_support.hpp"
 
 namespace galloc::dropin_test {
@@ -115,8 +121,20 @@ class MmprojWriter {
   Rng rng_;
 };
 
-inline void set_u32(gguf_context* g, const char* key, int value) {
-  gguf_set_val_u32(g, key, static_cast<std::uint32_t>(value));
+inline void set_u32(gguf_context* g, const std::string& key, int value) {
+  gguf_set_val_u32(g, key.c_str(), static_cast<std::uint32_t>(value));
+}
+
+// The keys every encoder has, under clip.vision. or clip.audio.
+inline void set_encoder_keys(gguf_context* g, const std::string& modality, int n_embd, int n_ff, int n_layer,
+                             int text_embd, int n_head) {
+  const std::string k = "clip." + modality + ".";
+  set_u32(g, k + "embedding_length", n_embd);
+  set_u32(g, k + "feed_forward_length", n_ff);
+  set_u32(g, k + "block_count", n_layer);
+  set_u32(g, k + "projection_dim", text_embd);
+  set_u32(g, k + "attention.head_count", n_head);
+  gguf_set_val_f32(g, (k + "attention.layer_norm_epsilon").c_str(), 1e-5f);
 }
 
 inline void write_mmproj(const std::string& path, const VisionTower& v, std::uint64_t seed) {
@@ -128,12 +146,7 @@ inline void write_mmproj(const std::string& path, const VisionTower& v, std::uin
   gguf_set_val_str(g, "clip.projector_type", "mlp");
   set_u32(g, "clip.vision.image_size", v.image_size);
   set_u32(g, "clip.vision.patch_size", v.patch_size);
-  set_u32(g, "clip.vision.embedding_length", v.n_embd);
-  set_u32(g, "clip.vision.feed_forward_length", v.n_ff);
-  set_u32(g, "clip.vision.block_count", v.n_layer);
-  set_u32(g, "clip.vision.projection_dim", v.text_embd);
-  set_u32(g, "clip.vision.attention.head_count", v.n_head);
-  gguf_set_val_f32(g, "clip.vision.attention.layer_norm_epsilon", 1e-5f);
+  set_encoder_keys(g, "vision", v.n_embd, v.n_ff, v.n_layer, v.text_embd, v.n_head);
   const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};  // CLIP's
   const float stdev[3] = {0.26862954f, 0.26130258f, 0.27577711f};
   gguf_set_arr_data(g, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
@@ -163,12 +176,7 @@ inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint
   gguf_set_val_bool(g, "clip.has_audio_encoder", true);
   gguf_set_val_str(g, "clip.projector_type", "glma");
   set_u32(g, "clip.audio.num_mel_bins", a.n_mel);
-  set_u32(g, "clip.audio.embedding_length", a.n_embd);
-  set_u32(g, "clip.audio.feed_forward_length", a.n_ff);
-  set_u32(g, "clip.audio.block_count", a.n_layer);
-  set_u32(g, "clip.audio.projection_dim", a.text_embd);
-  set_u32(g, "clip.audio.attention.head_count", a.n_head);
-  gguf_set_val_f32(g, "clip.audio.attention.layer_norm_epsilon", 1e-5f);
+  set_encoder_keys(g, "audio", a.n_embd, a.n_ff, a.n_layer, a.text_embd, a.n_head);
   set_u32(g, "clip.audio.projector.stack_factor", kStack);
 
   const std::int64_t e = a.n_embd;
@@ -187,6 +195,37 @@ inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint
   w.add("v.boi", GGML_TYPE_F32, {a.text_embd}, 0.5f);
   w.add("v.eoi", GGML_TYPE_F32, {a.text_embd}, 0.5f);
   w.write(path);
+}
+
+// mtmd's encoder for `model` from `mmproj`, on the CPU with two threads, made as llama.rn's
+// initMultimodal makes it: in the llama.rn context's share group when `shared`. mtmd's and
+// clip's log: errors only.
+inline mtmd_context* make_mtmd_context(const std::string& mmproj, llama_model* model, bool shared) {
+  mtmd_helper_log_set(
+      [](ggml_log_level level, const char* text, void*) {
+        if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+      },
+      nullptr);
+  mtmd_context_params params = mtmd_context_params_default();
+  params.use_gpu = false;
+  params.print_timings = false;
+  params.n_threads = 2;
+  mtmd_context* mctx = in_rn_context_group(shared, [&] { return mtmd_init_from_file(mmproj.c_str(), model, params); });
+  if (mctx == nullptr) fail("mtmd_init_from_file " + mmproj);
+  return mctx;
+}
+
+// The chunks of one image or sound with no text around it.
+inline mtmd_input_chunks* tokenize_media(mtmd_context* mctx, const mtmd_bitmap* media) {
+  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+  const std::string marker = mtmd_default_marker();
+  mtmd_input_text text{};
+  text.text = marker.c_str();
+  text.text_len = marker.size();
+  const mtmd_bitmap* bitmaps[] = {media};
+  if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0) fail("mtmd_tokenize");
+  if (mtmd_input_chunks_size(chunks) == 0) fail("mtmd_tokenize gave no chunk");
+  return chunks;
 }
 
 }  // namespace galloc::dropin_test
