@@ -125,9 +125,15 @@ inline void set_u32(gguf_context* g, const std::string& key, int value) {
   gguf_set_val_u32(g, key.c_str(), static_cast<std::uint32_t>(value));
 }
 
-// The keys every encoder has, under clip.vision. or clip.audio.
-inline void set_encoder_keys(gguf_context* g, const std::string& modality, int n_embd, int n_ff, int n_layer,
-                             int text_embd, int n_head) {
+// The keys every projector file has: its name and projector type, and its encoder's shape under
+// clip.vision. or clip.audio.
+inline void set_encoder_keys(gguf_context* g, const std::string& name, const std::string& projector_type,
+                             const std::string& modality, int n_embd, int n_ff, int n_layer, int text_embd,
+                             int n_head) {
+  gguf_set_val_str(g, "general.architecture", "clip");
+  gguf_set_val_str(g, "general.name", name.c_str());
+  gguf_set_val_bool(g, ("clip.has_" + modality + "_encoder").c_str(), true);
+  gguf_set_val_str(g, "clip.projector_type", projector_type.c_str());
   const std::string k = "clip." + modality + ".";
   set_u32(g, k + "embedding_length", n_embd);
   set_u32(g, k + "feed_forward_length", n_ff);
@@ -140,13 +146,10 @@ inline void set_encoder_keys(gguf_context* g, const std::string& modality, int n
 inline void write_mmproj(const std::string& path, const VisionTower& v, std::uint64_t seed) {
   MmprojWriter w(seed);
   gguf_context* g = w.gguf();
-  gguf_set_val_str(g, "general.architecture", "clip");
-  gguf_set_val_str(g, "general.name", "galloc-llava-style-projector");
-  gguf_set_val_bool(g, "clip.has_vision_encoder", true);
-  gguf_set_val_str(g, "clip.projector_type", "mlp");
+  set_encoder_keys(g, "galloc-llava-style-projector", "mlp", "vision", v.n_embd, v.n_ff, v.n_layer, v.text_embd,
+                   v.n_head);
   set_u32(g, "clip.vision.image_size", v.image_size);
   set_u32(g, "clip.vision.patch_size", v.patch_size);
-  set_encoder_keys(g, "vision", v.n_embd, v.n_ff, v.n_layer, v.text_embd, v.n_head);
   const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};  // CLIP's
   const float stdev[3] = {0.26862954f, 0.26130258f, 0.27577711f};
   gguf_set_arr_data(g, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
@@ -171,12 +174,9 @@ inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint
   constexpr int kPositions = 1500;  // 3000 mel frames, halved by the second convolution
   MmprojWriter w(seed);
   gguf_context* g = w.gguf();
-  gguf_set_val_str(g, "general.architecture", "clip");
-  gguf_set_val_str(g, "general.name", "galloc-glm-asr-style-projector");
-  gguf_set_val_bool(g, "clip.has_audio_encoder", true);
-  gguf_set_val_str(g, "clip.projector_type", "glma");
+  set_encoder_keys(g, "galloc-glm-asr-style-projector", "glma", "audio", a.n_embd, a.n_ff, a.n_layer, a.text_embd,
+                   a.n_head);
   set_u32(g, "clip.audio.num_mel_bins", a.n_mel);
-  set_encoder_keys(g, "audio", a.n_embd, a.n_ff, a.n_layer, a.text_embd, a.n_head);
   set_u32(g, "clip.audio.projector.stack_factor", kStack);
 
   const std::int64_t e = a.n_embd;
