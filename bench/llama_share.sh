@@ -68,45 +68,36 @@ mkdir -p "$OUT"
 MODEL=$OUT/qwen2.5-0.5b.gguf
 # field MODE KEY FILE: the value after KEY on the line "MODE: ..." of $OUT/FILE.txt
 field() { sed -n "s/^$1: .*$2 \([0-9a-f]*\).*/\1/p" "$OUT/$3.txt"; }
-# peak RSS in kB of one realistic run: rss MODE BUILD
-rss() {
-    /usr/bin/time -f '%M' -o "$OUT/rss-$1.kb" "$OUT/llama_share_bench_$2" "$MODEL" rss "${1%-stock}" \
-        >"$OUT/rss-$1.txt" || die "the realistic run ($1) failed"
-    cat "$OUT/rss-$1.kb"
+# realistic_runs CASE TITLE PROGRAM ARG...: one realistic run per mode (stock, galloc unshared,
+# galloc shared), each in a process of its own under GNU time, output in $OUT/CASE-MODE.txt (the
+# program prints "CASE MODE: compute peak N bytes ..."); prints their peak RSS and compute peak
+realistic_runs() {
+    local case=$1 title=$2 program=$3 name kb mode build
+    shift 3
+    local -a rss=() held=()
+    for name in unshared-stock unshared shared; do
+        mode=${name%-stock} build=galloc
+        [[ $name == *-stock ]] && build=stock
+        /usr/bin/time -f '%M' -o "$OUT/$case-$name.kb" "$OUT/${program}_$build" "$@" "$mode" \
+            >"$OUT/$case-$name.txt" || die "the realistic run ($case, $name) failed"
+        kb=$(cat "$OUT/$case-$name.kb")
+        rss+=("$(( kb / 1000 ))")
+        held+=("$(( $(field "$case $mode" 'compute peak' "$case-$name") / 1000000 ))")
+    done
+    printf '%-44s %10s %10s %10s\n' "$title" stock unshared shared "peak RSS (MB)" "${rss[@]}" \
+        "compute memory held at the peak (MB)" "${held[@]}"
 }
-# one assignment each: set -e stops at a failed one
-rss_stock=$(rss unshared-stock stock)
-rss_unshared=$(rss unshared galloc)
-rss_shared=$(rss shared galloc)
-printf '%-44s %10s %10s %10s\n' "realistic run (512-token prompts, 64 turns)" stock unshared shared
-printf '%-44s %10s %10s %10s\n' "peak RSS (MB)" "$(( rss_stock / 1000 ))" "$(( rss_unshared / 1000 ))" \
-    "$(( rss_shared / 1000 ))"
-held() { echo $(( $(field "rss $1" 'compute peak' "rss-$2") / 1000000 )); }
-printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(held unshared unshared-stock)" \
-    "$(held unshared unshared)" "$(held shared shared)"
+realistic_runs rss "realistic run (512-token prompts, 64 turns)" llama_share_bench "$MODEL" rss
 
 "$OUT/llama_share_bench_stock" "$MODEL" 1 "$TOKENS" | tee "$OUT/stock.txt"
 GALLOC_STRATEGY=best "$OUT/llama_share_bench_galloc" "$MODEL" "$ROUNDS" "$TOKENS" | tee "$OUT/galloc.txt"
 
 
-# target-vision: one realistic run per mode, under GNU time; vision MODE BUILD
+# target-vision: its realistic runs only
 MMPROJ=$OUT/clip-vit-l-336-mmproj.gguf
 "$OUT/llama_mtmd_share_bench_stock" write "$MMPROJ" || die "could not write the projector"
-vision() {
-    /usr/bin/time -f '%M' -o "$OUT/vision-$1.kb" "$OUT/llama_mtmd_share_bench_$2" "$MODEL" "$MMPROJ" "${1%-stock}" \
-        >"$OUT/vision-$1.txt" || die "the vision run ($1) failed"
-    cat "$OUT/vision-$1.kb"
-}
-vision_stock=$(vision unshared-stock stock)
-vision_unshared=$(vision unshared galloc)
-vision_shared=$(vision shared galloc)
 echo
-printf '%-44s %10s %10s %10s\n' "image, 512-token prompt, 64 tokens" stock unshared shared
-printf '%-44s %10s %10s %10s\n' "peak RSS (MB)" "$(( vision_stock / 1000 ))" "$(( vision_unshared / 1000 ))" \
-    "$(( vision_shared / 1000 ))"
-vheld() { echo $(( $(field "vision $1" 'compute peak' "vision-$2") / 1000000 )); }
-printf '%-44s %10s %10s %10s\n' "compute memory held at the peak (MB)" "$(vheld unshared unshared-stock)" \
-    "$(vheld unshared unshared)" "$(vheld shared shared)"
+realistic_runs vision "image, 512-token prompt, 64 tokens" llama_mtmd_share_bench "$MODEL" "$MMPROJ"
 for v in unshared-stock unshared shared; do sed 's/^/  /' "$OUT/vision-$v.txt"; done
 
 identical=0
