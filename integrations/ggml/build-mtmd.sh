@@ -56,9 +56,12 @@ fi
 # llama.cpp's do (client.sh)
 client_build "$CLIENT_SRC/mtmd.h" "$CLIENT_SRC/mtmd-helper.h" -- \
     "${SOURCES[@]/#/$CLIENT_SRC/}" -- "${BUILDERS[@]/#/$CLIENT_SRC/}"
-# hash.cpp includes sha256.h as extern "C": sha256.c compiles as C, into the same library
+# hash.cpp includes sha256.h as extern "C": sha256.c compiles as C, into the same library. The
+# stamp client_build wrote waits for them: a failure here must leave the library stale.
+rm -f "$STAMP"
 for c in "${C_SOURCES[@]}"; do
     obj=$LIB_DIR/obj/$(echo "$c" | tr / _).o
     "${CC:-cc}" -O1 -g0 -w -fPIC -I"$CLIENT_SRC/hash" -c "$CLIENT_SRC/$c" -o "$obj" || die "cannot compile $c"
     ar rcs "$LIB" "$obj"
 done
+printf '%s\n' "$CLIENT_CONFIG" >"$STAMP"
