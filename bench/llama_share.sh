@@ -41,7 +41,7 @@ mkdir -p "$OUT"
     source "$ROOT/integrations/ggml/package.sh"
     for f in bench/llama_share_bench.cpp bench/llama_mtmd_share_bench.cpp bench/median.hpp tests/dropin/test_support.hpp \
              tests/dropin/llama_model.hpp tests/dropin/compute_memory.hpp tests/dropin/llama_share_group.hpp \
-             tests/dropin/mmproj_model.hpp; do
+             tests/dropin/mmproj_model.hpp tests/dropin/model_writer.hpp; do
         package_rename "$ROOT/$f" "$OUT/$(basename "$f")"
     done
     cp "$PATCHED/rn_llama_group.hpp" "$OUT/"

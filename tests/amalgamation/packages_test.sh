@@ -212,7 +212,7 @@ mtmd_share_check() {
         NPM_SPEC=$spec
         # shellcheck source=../../integrations/ggml/package.sh
         source "$ROOT/integrations/ggml/package.sh"
-        for f in llama_mtmd_share_client.cpp mmproj_model.hpp; do
+        for f in llama_mtmd_share_client.cpp mmproj_model.hpp model_writer.hpp; do
             package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
         done
         local -a link

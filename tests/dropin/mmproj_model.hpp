@@ -21,6 +21,7 @@
 #include "gguf.h"
 #include "llama.h"
 #include "llama_share_group.hpp"
+#include "model_writer.hpp"
 #include "mtmd-helper.h"
 #include "mtmd.h"
 #include "test_support.hpp"
@@ -52,77 +53,20 @@ constexpr VisionTower kTinyVisionTower{112, 14, 64, 4, 256, 3, 64};
 // Tiny, for make test: 1500 positions (mtmd's audio chunks are 30 seconds), 377 tokens each.
 constexpr AudioTower kTinyAudioTower{128, 32, 2, 64, 2, 64, 64};
 
-// The tensors of one gguf file, each with data of its own; random values.
-class MmprojWriter {
- public:
-  explicit MmprojWriter(std::uint64_t seed) : rng_(seed) {
-    ggml_init_params params{};
-    params.mem_size = 4096 * ggml_tensor_overhead();
-    params.no_alloc = true;  // each tensor's data is a vector of data_
-    ctx_ = ggml_init(params);
+// A ViT block, as clip names its tensors (`prefix` v or a); `k_bias` false as in Whisper.
+inline void add_vit_block(GgufWriter& w, const std::string& prefix, int layer, std::int64_t n_embd, std::int64_t n_ff,
+                          bool k_bias) {
+  const std::string b = prefix + ".blk." + std::to_string(layer) + ".";
+  for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+    w.add(b + m + ".weight", GGML_TYPE_F16, {n_embd, n_embd}, 0.1f);
+    if (k_bias || std::string(m) != "attn_k") w.add(b + m + ".bias", GGML_TYPE_F32, {n_embd}, 0.1f);
   }
-  ~MmprojWriter() {
-    gguf_free(gguf_);
-    ggml_free(ctx_);
-  }
-  MmprojWriter(const MmprojWriter&) = delete;
-  MmprojWriter& operator=(const MmprojWriter&) = delete;
-
-  gguf_context* gguf() { return gguf_; }
-
-  // A tensor of shape `ne`, values offset + uniform(-scale, scale).
-  void add(const std::string& name, ggml_type type, std::initializer_list<std::int64_t> ne, float scale,
-           float offset = 0.0f) {
-    std::int64_t dims[4] = {1, 1, 1, 1};
-    int n = 0;
-    for (std::int64_t d : ne) dims[n++] = d;
-    ggml_tensor* t = ggml_new_tensor(ctx_, type, n, dims);
-    ggml_set_name(t, name.c_str());
-    data_.emplace_back(ggml_nbytes(t));
-    t->data = data_.back().data();
-    const std::int64_t count = ggml_nelements(t);
-    for (std::int64_t i = 0; i < count; ++i) {
-      const float x = offset + rng_.uniform(scale);
-      if (type == GGML_TYPE_F32) {
-        static_cast<float*>(t->data)[i] = x;
-      } else {
-        static_cast<ggml_fp16_t*>(t->data)[i] = ggml_fp32_to_fp16(x);
-      }
-    }
-    gguf_add_tensor(gguf_, t);
-  }
-  // A layer norm's weight (about 1) and bias.
-  void add_norm(const std::string& name, std::int64_t n) {
-    add(name + ".weight", GGML_TYPE_F32, {n}, 0.1f, 1.0f);
-    add(name + ".bias", GGML_TYPE_F32, {n}, 0.1f);
-  }
-  // A ViT block, as clip names its tensors (`prefix` v or a); `k_bias` false as in Whisper.
-  void add_block(const std::string& prefix, int layer, std::int64_t n_embd, std::int64_t n_ff, bool k_bias) {
-    const std::string b = prefix + ".blk." + std::to_string(layer) + ".";
-    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-      add(b + m + ".weight", GGML_TYPE_F16, {n_embd, n_embd}, 0.1f);
-      if (k_bias || std::string(m) != "attn_k") add(b + m + ".bias", GGML_TYPE_F32, {n_embd}, 0.1f);
-    }
-    add_norm(b + "ln1", n_embd);
-    add_norm(b + "ln2", n_embd);
-    add(b + "ffn_up.weight", GGML_TYPE_F16, {n_embd, n_ff}, 0.1f);
-    add(b + "ffn_up.bias", GGML_TYPE_F32, {n_ff}, 0.1f);
-    add(b + "ffn_down.weight", GGML_TYPE_F16, {n_ff, n_embd}, 0.1f);
-    add(b + "ffn_down.bias", GGML_TYPE_F32, {n_embd}, 0.1f);
-  }
-  void write(const std::string& path) {
-    if (!gguf_write_to_file(gguf_, path.c_str(), false)) fail("cannot write " + path);
-  }
-
- private:
-  gguf_context* gguf_ = gguf_init_empty();
-  ggml_context* ctx_ = nullptr;
-  std::vector<std::vector<std::uint8_t>> data_;
-  Rng rng_;
-};
-
-inline void set_u32(gguf_context* g, const std::string& key, int value) {
-  gguf_set_val_u32(g, key.c_str(), static_cast<std::uint32_t>(value));
+  w.add_norm(b + "ln1", n_embd);
+  w.add_norm(b + "ln2", n_embd);
+  w.add(b + "ffn_up.weight", GGML_TYPE_F16, {n_embd, n_ff}, 0.1f);
+  w.add(b + "ffn_up.bias", GGML_TYPE_F32, {n_ff}, 0.1f);
+  w.add(b + "ffn_down.weight", GGML_TYPE_F16, {n_ff, n_embd}, 0.1f);
+  w.add(b + "ffn_down.bias", GGML_TYPE_F32, {n_embd}, 0.1f);
 }
 
 // The keys every projector file has: its name and projector type, and its encoder's shape under
@@ -144,7 +88,7 @@ inline void set_encoder_keys(gguf_context* g, const std::string& name, const std
 }
 
 inline void write_mmproj(const std::string& path, const VisionTower& v, std::uint64_t seed) {
-  MmprojWriter w(seed);
+  GgufWriter w(seed);
   gguf_context* g = w.gguf();
   set_encoder_keys(g, "galloc-llava-style-projector", "mlp", "vision", v.n_embd, v.n_ff, v.n_layer, v.text_embd,
                    v.n_head);
@@ -161,7 +105,7 @@ inline void write_mmproj(const std::string& path, const VisionTower& v, std::uin
   w.add("v.patch_embd.weight", GGML_TYPE_F16, {v.patch_size, v.patch_size, 3, e}, 0.05f);
   w.add("v.position_embd.weight", GGML_TYPE_F16, {e, n_pos}, 0.5f);
   w.add_norm("v.pre_ln", e);
-  for (int l = 0; l < v.n_layer; ++l) w.add_block("v", l, e, v.n_ff, true);
+  for (int l = 0; l < v.n_layer; ++l) add_vit_block(w, "v", l, e, v.n_ff, true);
   w.add("mm.0.weight", GGML_TYPE_F16, {e, v.text_embd}, 0.1f);
   w.add("mm.0.bias", GGML_TYPE_F32, {v.text_embd}, 0.1f);
   w.add("mm.2.weight", GGML_TYPE_F16, {v.text_embd, v.text_embd}, 0.1f);
@@ -172,7 +116,7 @@ inline void write_mmproj(const std::string& path, const VisionTower& v, std::uin
 inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint64_t seed) {
   constexpr int kStack = 4;         // clip.audio.projector.stack_factor, GLM-ASR's merge factor
   constexpr int kPositions = 1500;  // 3000 mel frames, halved by the second convolution
-  MmprojWriter w(seed);
+  GgufWriter w(seed);
   gguf_context* g = w.gguf();
   set_encoder_keys(g, "galloc-glm-asr-style-projector", "glma", "audio", a.n_embd, a.n_ff, a.n_layer, a.text_embd,
                    a.n_head);
@@ -185,7 +129,7 @@ inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint
   w.add("a.conv1d.2.weight", GGML_TYPE_F16, {3, e, e}, 0.1f);
   w.add("a.conv1d.2.bias", GGML_TYPE_F32, {1, e}, 0.1f);
   w.add("a.position_embd.weight", GGML_TYPE_F32, {e, kPositions}, 0.5f);
-  for (int l = 0; l < a.n_layer; ++l) w.add_block("a", l, e, a.n_ff, false);
+  for (int l = 0; l < a.n_layer; ++l) add_vit_block(w, "a", l, e, a.n_ff, false);
   w.add_norm("a.post_ln", e);
   w.add_norm("mm.a.norm_pre", e);
   w.add("mm.a.mlp.1.weight", GGML_TYPE_F16, {e * kStack, a.projector_hidden}, 0.1f);
