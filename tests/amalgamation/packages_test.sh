@@ -197,48 +197,71 @@ llama_share_check() {
     mtmd_share_check "$spec" "$out" "$dir"
 }
 
-# mtmd_share_check SPEC OUT DIR: the target and mtmd's encoder in one share group
-# (tests/dropin/llama_mtmd_share_client.cpp), with a vision and then an audio projector, on the
-# package's mtmd (build-mtmd.sh) with llama_share_check's patched llama-context.cpp and helper
-# in DIR. compare.cmake: embeddings and logits as stock's, the compute peak smaller with the
-# group; and with it, the peak is the largest member's need (the largest compute buffer of the
-# unshared run with the same strategy), as nothing is carried from the encoder to the target.
-mtmd_share_check() {
-    local spec=$1 out=$2 dir=$3 mdir=$3/mtmd
-    "$ROOT/integrations/ggml/build-mtmd.sh" "$spec" "$out" >"$out/mtmd-build.log" 2>&1 \
-        || { tail -n 20 "$out/mtmd-build.log"; return 1; }
+# member_clients SPEC OUT DIR MDIR CLIENT FILES -- CXXFLAGS... -- LIBS...: tests/dropin/CLIENT
+# (with FILES, renamed for the package into DIR) built as MDIR/client_stock and
+# MDIR/client_galloc, the latter with llama_share_check's patched llama-context.cpp and helper
+# in DIR. CXXFLAGS and LIBS come before the package's llama.cpp and ggml.
+member_clients() {
+    local spec=$1 out=$2 dir=$3 mdir=$4 client=$5 files=$6
+    shift 6
+    local -a cxxflags=() libs=()
+    [[ ${1-} == -- ]] && shift
+    while [[ $# -gt 0 && $1 != -- ]]; do cxxflags+=("$1"); shift; done
+    [[ $# -gt 0 ]] && shift
+    libs=("$@")
     rm -rf "$mdir" && mkdir -p "$mdir"
     (
         NPM_SPEC=$spec
         # shellcheck source=../../integrations/ggml/package.sh
         source "$ROOT/integrations/ggml/package.sh"
-        for f in llama_mtmd_share_client.cpp mmproj_model.hpp model_writer.hpp; do
-            package_rename "$ROOT/tests/dropin/$f" "$dir/$f"
-        done
-        local -a link
-        local kind context helper
+        local f kind
+        for f in "$client" $files; do package_rename "$ROOT/tests/dropin/$f" "$dir/$f"; done
+        local -a link context helper
         mapfile -t link < <(compute_memory_wraps "$mdir")
         for kind in stock galloc; do
             context=() helper=()
             [[ $kind == galloc ]] && context=("$dir/llama-context-patched.o") helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"')
-            "$CXX" -std=c++17 -O1 "${helper[@]}" -I"$dir" -isystem "$out/mtmd/include" -isystem "$out/llama/include" \
-                -isystem "$out/include" -c "$dir/llama_mtmd_share_client.cpp" -o "$mdir/client_$kind.o" || exit 1
-            "$CXX" "$mdir/client_$kind.o" "${context[@]}" "$out/mtmd/libmtmd.a" "$out/llama/libllama.a" \
+            "$CXX" -std=c++17 -O1 "${helper[@]}" -I"$dir" "${cxxflags[@]}" -isystem "$out/llama/include" \
+                -isystem "$out/include" -c "$dir/$client" -o "$mdir/client_$kind.o" || exit 1
+            "$CXX" "$mdir/client_$kind.o" "${context[@]}" "${libs[@]}" "$out/llama/libllama.a" \
                 "$out/libggml-$kind.a" -lpthread -lm -ldl "${link[@]}" -o "$mdir/client_$kind" || exit 1
         done
     ) >"$mdir.log" 2>&1 || { tail -n 20 "$mdir.log"; return 1; }
-    local kind run args key=llama_mtmd.compute_peak stock shared largest
+}
+
+# member_compare MDIR RUN PREFIX WHAT ARG...: compare.cmake on member_clients' programs with
+# ARGs (and "share" after them for the shared run), then the shared run's compute peak
+# (PREFIX.compute_peak) must be no more than the largest compute buffer of the unshared best run
+# (PREFIX.largest_buffer), the largest member's need: nothing is carried between the members.
+member_compare() {
+    local mdir=$1 run=$2 prefix=$3 what=$4 stock shared largest args
+    shift 4
+    args=$(IFS=';'; echo "$*")
+    cmake -DSTOCK="$mdir/client_stock" -DGALLOC="$mdir/client_galloc" -DOUT="$run" \
+        -DARGS="$args" -DSHARE_ARGS="$args;share" -DSHARE_SMALLER=compute_peak \
+        -P "$ROOT/tests/dropin/compare.cmake" >"$run.log" 2>&1 || { tail -n 30 "$run.log"; return 1; }
+    stock=$(sed -n "s/^size $prefix.compute_peak //p" "$run/stock.txt")
+    shared=$(sed -n "s/^size $prefix.compute_peak //p" "$run/shared.txt")
+    largest=$(sed -n "s/^size $prefix.largest_buffer //p" "$run/best.txt")
+    [[ -n $shared && -n $largest && $shared -le $largest ]] \
+        || { echo "$what: the shared compute peak ($shared) is more than the largest member's need ($largest)"; return 1; }
+    echo "$what in one share group: $(grep -m1 'exact facts' "$run.log" | sed 's/^-- //'), compute peak $stock (stock), $shared (shared), the largest member's $largest"
+}
+
+# mtmd_share_check SPEC OUT DIR: the target and mtmd's encoder in one share group
+# (tests/dropin/llama_mtmd_share_client.cpp), with a vision and then an audio projector, on the
+# package's mtmd (build-mtmd.sh). compare.cmake: embeddings and logits as stock's, the compute
+# peak smaller with the group, and no more than the largest member's need (member_compare).
+mtmd_share_check() {
+    local spec=$1 out=$2 dir=$3 mdir=$3/mtmd kind line
+    "$ROOT/integrations/ggml/build-mtmd.sh" "$spec" "$out" >"$out/mtmd-build.log" 2>&1 \
+        || { tail -n 20 "$out/mtmd-build.log"; return 1; }
+    member_clients "$spec" "$out" "$dir" "$mdir" llama_mtmd_share_client.cpp "mmproj_model.hpp model_writer.hpp" \
+        -- -isystem "$out/mtmd/include" -- "$out/mtmd/libmtmd.a" || return 1
     for kind in vision audio; do
-        run=$mdir/$kind args="$run/tiny-llama.gguf;$run/tiny-mmproj.gguf;$kind"
-        cmake -DSTOCK="$mdir/client_stock" -DGALLOC="$mdir/client_galloc" -DOUT="$run" \
-            -DARGS="$args" -DSHARE_ARGS="$args;share" -DSHARE_SMALLER=compute_peak \
-            -P "$ROOT/tests/dropin/compare.cmake" >"$run.log" 2>&1 || { tail -n 30 "$run.log"; return 1; }
-        stock=$(sed -n "s/^size $key //p" "$run/stock.txt")
-        shared=$(sed -n "s/^size $key //p" "$run/shared.txt")
-        largest=$(sed -n 's/^size llama_mtmd.largest_buffer //p' "$run/best.txt")
-        [[ -n $shared && -n $largest && $shared -le $largest ]] \
-            || { echo "$kind: the shared compute peak ($shared) is more than the largest member's need ($largest)"; return 1; }
-        echo "ok: $spec: the target and mtmd's $kind encoder in one share group: $(grep -m1 'exact facts' "$run.log" | sed 's/^-- //'), compute peak $stock (stock), $shared (shared), the largest member's $largest"
+        line=$(member_compare "$mdir" "$mdir/$kind" llama_mtmd "the target and mtmd's $kind encoder" \
+            "$mdir/$kind/tiny-llama.gguf" "$mdir/$kind/tiny-mmproj.gguf" "$kind") || { echo "$line"; return 1; }
+        echo "ok: $spec: $line"
     done
 }
 
