@@ -194,7 +194,7 @@ llama_share_check() {
         -DARGS="$model" -DSHARE_ARGS="$model;share" -DSHARE_SMALLER=compute_peak \
         -P "$ROOT/tests/dropin/compare.cmake" >"$dir/compare.log" 2>&1 || { tail -n 30 "$dir/compare.log"; return 1; }
     echo "ok: $spec: a llama.rn context's members in one share group: $(grep -m1 'exact facts' "$dir/compare.log" | sed 's/^-- //'), compute peak $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/stock.txt") (stock), $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/shared.txt") (shared)"
-    mtmd_share_check "$spec" "$out" "$dir"
+    mtmd_share_check "$spec" "$out" "$dir" && mtp_share_check "$spec" "$out" "$dir"
 }
 
 # member_clients SPEC OUT DIR MDIR CLIENT FILES -- CXXFLAGS... -- LIBS...: tests/dropin/CLIENT
@@ -263,6 +263,25 @@ mtmd_share_check() {
             "$mdir/$kind/tiny-llama.gguf" "$mdir/$kind/tiny-mmproj.gguf" "$kind") || { echo "$line"; return 1; }
         echo "ok: $spec: $line"
     done
+}
+
+# mtp_share_check SPEC OUT DIR: the target and its MTP draft in one share group
+# (tests/dropin/llama_mtp_share_client.cpp: a Qwen3.5 model with its MTP head, run as llama.cpp's
+# draft-mtp speculative decoding runs it). compare.cmake: logits and hidden states as stock's,
+# the compute peak smaller with the group, and no more than the largest member's need
+# (member_compare): the draft reads the target's hidden states from host memory.
+mtp_share_check() {
+    local spec=$1 out=$2 dir=$3 mdir=$3/mtp w llama_src= line
+    local -a flags
+    # llama-ext.h (the MTP calls) is in the llama.cpp sources that build-llama.sh compiled
+    read -r -a flags <<<"$(sed -n 's/^flags=//p' "$out/llama/.libllama.stamp")"
+    for w in "${flags[@]}"; do [[ $w == -I* && -f ${w#-I}/llama-ext.h ]] && llama_src=${w#-I}; done
+    [[ -n $llama_src ]] || { echo "no llama-ext.h among the llama.cpp sources that built $out/llama"; return 1; }
+    member_clients "$spec" "$out" "$dir" "$mdir" llama_mtp_share_client.cpp "mtp_model.hpp mtp_speculation.hpp model_writer.hpp" \
+        -- -isystem "$llama_src" -- || return 1
+    line=$(member_compare "$mdir" "$mdir/run" llama_mtp "the target and its MTP draft" "$mdir/run/tiny-qwen35-mtp.gguf") \
+        || { echo "$line"; return 1; }
+    echo "ok: $spec: $line"
 }
 
 # inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for

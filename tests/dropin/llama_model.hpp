@@ -87,14 +87,19 @@ void set_flash_attn(Params& params, bool on, long) {
   params.flash_attn = on;
 }
 
-// llama.cpp's log to stderr, errors only; the backends; the model at `path` loaded on the CPU.
-inline llama_model* load_llama_model(const std::string& path) {
+// llama.cpp's log to stderr, errors only; the backends.
+inline void start_llama() {
   llama_log_set(
       [](ggml_log_level level, const char* text, void*) {
         if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
       },
       nullptr);
   llama_backend_init();
+}
+
+// start_llama, then the model at `path` loaded on the CPU.
+inline llama_model* load_llama_model(const std::string& path) {
+  start_llama();
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   mp.progress_callback = [](float, void*) { return true; };  // no progress dots

@@ -1,5 +1,5 @@
 // A gguf file of random weights, written with gguf's API as llama.cpp's converters lay them
-// out: the writer behind the tests' model files (mmproj_model.hpp).
+// out: the writer behind the tests' model files (mmproj_model.hpp, mtp_model.hpp).
 #pragma once
 
 #include <cstdint>
