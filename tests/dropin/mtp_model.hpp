@@ -104,10 +104,12 @@ inline void write_qwen35_mtp_model(const std::string& path, const Qwen35Shape& s
   // the last token, and the draft's guess sometimes matches the target's (random rows never do).
   std::vector<float> direction(static_cast<std::size_t>(e));
   for (float& d : direction) d = w.rng().uniform(1.0f) < 0 ? -1.0f : 1.0f;
+  // noise of about the rank's step: a few tokens at either end compete
+  const float noise = 2.0f / static_cast<float>(s.n_vocab);
   w.add_with("output.weight", GGML_TYPE_F16, {e, s.n_vocab}, [&](std::int64_t i) {
     const std::int64_t token = i / e;
     const float rank = 2.0f * static_cast<float>(token) / static_cast<float>(s.n_vocab) - 1.0f;
-    return rank * direction[static_cast<std::size_t>(i % e)] + w.rng().uniform(0.01f);
+    return rank * direction[static_cast<std::size_t>(i % e)] + w.rng().uniform(noise);
   });
   const std::int64_t key_dim = static_cast<std::int64_t>(s.linear_k_heads) * s.linear_head_dim;
   const std::int64_t value_dim = static_cast<std::int64_t>(s.linear_v_heads) * s.linear_head_dim;
