@@ -4,9 +4,13 @@
 # file that is a hole on disk) with
 #   target-draft   an MTP-style draft, a second context on the model (llama_share_bench.cpp);
 #   target-vision  mtmd's encoder, CLIP ViT-L/14 at 336 pixels with an MLP projector
-#                  (llama_mtmd_share_bench.cpp, random weights).
-# Builds both programs once against stock ggml and once against galloc's with galloc-rn's
-# llama-context.cpp and helper, as tests/amalgamation/packages_test.sh built them, and runs both.
+#                  (llama_mtmd_share_bench.cpp, random weights);
+# and, on a model of its own,
+#   target-mtp     Qwen3.5-0.8B's text model and its MTP head, the draft an MTP context, run
+#                  as llama.cpp's draft-mtp speculative decoding runs it
+#                  (llama_mtp_share_bench.cpp, random weights).
+# Builds the programs once against stock ggml and once against galloc's with galloc-rn's
+# llama-context.cpp and helper, as tests/amalgamation/packages_test.sh built them, and runs them.
 # Ends with one line per case:
 #   SHARE <case> stock=<bytes> shared=<bytes> largest=<bytes> identical=<0|1>
 # stock: the compute memory held at the peak without galloc; shared: with the group; largest:
@@ -14,7 +18,8 @@
 # embeddings) as stock's, in every run.
 # Before them, the peak RSS (GNU time) of one realistic run per mode, each in a process of its
 # own: for target-draft a 512-token prompt for each context, then 64 tokens taking turns; for
-# target-vision an image, a 512-token prompt and 64 generated tokens.
+# target-vision an image, a 512-token prompt and 64 generated tokens; for target-mtp a 512-token
+# prompt and 64 generated tokens, by steps of up to 3 drafted tokens.
 #
 # usage: llama_share.sh [ROUNDS [TOKENS]]     (default 3 rounds of 16 tokens)
 # Needs `make test` (its packages test builds llama.rn 0.12.9 as shipped and as patched),
@@ -41,7 +46,8 @@ mkdir -p "$OUT"
     source "$ROOT/integrations/ggml/package.sh"
     for f in bench/llama_share_bench.cpp bench/llama_mtmd_share_bench.cpp bench/median.hpp tests/dropin/test_support.hpp \
              tests/dropin/llama_model.hpp tests/dropin/compute_memory.hpp tests/dropin/llama_share_group.hpp \
-             tests/dropin/mmproj_model.hpp tests/dropin/model_writer.hpp; do
+             tests/dropin/mmproj_model.hpp tests/dropin/model_writer.hpp bench/llama_mtp_share_bench.cpp \
+             tests/dropin/mtp_model.hpp tests/dropin/mtp_speculation.hpp; do
         package_rename "$ROOT/$f" "$OUT/$(basename "$f")"
     done
     cp "$PATCHED/rn_llama_group.hpp" "$OUT/"
@@ -50,6 +56,11 @@ mkdir -p "$OUT"
         memory_link+=("-Wl,--wrap=lm_$w")
     done
     link=("${memory_link[@]}" -Wl,--wrap=lm_ggml_gallocr_alloc_graph)   # and llama_share_bench's timer
+    # llama-ext.h (the MTP calls) is in the llama.cpp sources that build-llama.sh compiled
+    read -r -a flags <<<"$(sed -n 's/^flags=//p' "$PKG/llama/.libllama.stamp")"
+    llama_src=
+    for w in "${flags[@]}"; do [[ $w == -I* && -f ${w#-I}/llama-ext.h ]] && llama_src=${w#-I}; done
+    [[ -n $llama_src ]] || { echo "no llama-ext.h among the llama.cpp sources that built $PKG/llama"; exit 1; }
     for kind in stock galloc; do
         helper=() context=()
         [[ $kind == galloc ]] && helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"') \
@@ -62,6 +73,10 @@ mkdir -p "$OUT"
             -isystem "$PKG/include" -c "$OUT/llama_mtmd_share_bench.cpp" -o "$OUT/llama_mtmd_share_bench_$kind.o"
         clang++ "$OUT/llama_mtmd_share_bench_$kind.o" "${context[@]}" "$PKG/mtmd/libmtmd.a" "$PKG/llama/libllama.a" \
             "$PKG/libggml-$kind.a" -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
+        clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/llama/include" -isystem "$PKG/include" \
+            -isystem "$llama_src" -c "$OUT/llama_mtp_share_bench.cpp" -o "$OUT/llama_mtp_share_bench_$kind.o"
+        clang++ "$OUT/llama_mtp_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$PKG/libggml-$kind.a" \
+            -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtp_share_bench_$kind"
     done
 ) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
 
@@ -100,6 +115,13 @@ echo
 realistic_runs vision "image, 512-token prompt, 64 tokens" llama_mtmd_share_bench "$MODEL" "$MMPROJ"
 for v in unshared-stock unshared shared; do sed 's/^/  /' "$OUT/vision-$v.txt"; done
 
+# target-mtp: its realistic runs only
+MTP_MODEL=$OUT/qwen3.5-0.8b-mtp.gguf
+"$OUT/llama_mtp_share_bench_stock" write "$MTP_MODEL" || die "could not write the MTP model"
+echo
+realistic_runs mtp "512-token prompt, 64 tokens by MTP steps" llama_mtp_share_bench "$MTP_MODEL"
+for v in unshared-stock unshared shared; do sed 's/^/  /' "$OUT/mtp-$v.txt"; done
+
 identical=0
 [[ $(field stock logits stock) == "$(field shared logits galloc)" &&
    $(field 'rss unshared' logits rss-unshared-stock) == "$(field 'rss shared' logits rss-shared)" ]] && identical=1
@@ -109,8 +131,15 @@ vision_identical=0
    $(field 'vision unshared' logits vision-unshared-stock) == "$(field 'vision shared' logits vision-shared)" &&
    $(field 'vision unshared' logits vision-unshared-stock) == "$(field 'vision unshared' logits vision-unshared)" ]] &&
     vision_identical=1
+mtp_identical=0
+[[ $(field 'mtp unshared' outputs mtp-unshared-stock) == "$(field 'mtp shared' outputs mtp-shared)" &&
+   $(field 'mtp unshared' outputs mtp-unshared-stock) == "$(field 'mtp unshared' outputs mtp-unshared)" ]] &&
+    mtp_identical=1
 echo "SHARE target-draft stock=$(field stock 'compute peak' stock) shared=$(field shared 'compute peak' galloc)" \
      "largest=$(field unshared 'larger member' galloc) identical=$identical"
 echo "SHARE target-vision stock=$(field 'vision unshared' 'compute peak' vision-unshared-stock)" \
      "shared=$(field 'vision shared' 'compute peak' vision-shared)" \
      "largest=$(field 'vision unshared' 'largest member' vision-unshared) identical=$vision_identical"
+echo "SHARE target-mtp stock=$(field 'mtp unshared' 'compute peak' mtp-unshared-stock)" \
+     "shared=$(field 'mtp shared' 'compute peak' mtp-shared)" \
+     "largest=$(field 'mtp unshared' 'largest member' mtp-unshared) identical=$mtp_identical"
