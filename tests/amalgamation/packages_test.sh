@@ -154,7 +154,8 @@ compute_memory_wraps() {
 # compare.cmake: every logit as stock's, with and without the group, and the compute peak
 # smaller with it. Returns 2 where galloc-rn does not edit llama-context.cpp.
 llama_share_check() {
-    local spec=$1 out=$2 app=$3 dir=$2/llama_share patched rn pkg=$app/node_modules/${spec%@*}
+    local spec=$1 out=$2 app=$3 dir=$2/llama_share patched rn
+    local pkg=$app/node_modules/${spec%@*}
     patched=$(grep -rl --include=llama-context.cpp 'galloc_rn_join(this)' "$pkg" | head -n1)
     [[ -n $patched ]] || return 2
     rn=$pkg/cpp/rn-llama.cpp
