@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <unordered_map>
 
 #include "ggml-backend.h"
+#include "test_support.hpp"
 
 extern "C" {
 ggml_backend_buffer_t __real_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size);
@@ -56,6 +58,16 @@ inline size_t largest_compute_buffer() {
     if (is_compute) largest = std::max(largest, memory().sizes[buffer]);
   }
   return largest;
+}
+
+// The compute buffers held now, as `info KEY <count>, the largest <bytes>`: unshared, the
+// largest is the largest member's own buffer. With `shared` (the members made in one share
+// group), more than the group's one buffer fails.
+inline void report_compute_buffers(bool shared, const std::string& key) {
+  const size_t largest = largest_compute_buffer();
+  const size_t buffers = memory().compute.size();
+  if (shared && buffers != 1) fail(key + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
+  info(key, std::to_string(buffers) + ", the largest " + std::to_string(largest));
 }
 
 }  // namespace galloc::dropin_test

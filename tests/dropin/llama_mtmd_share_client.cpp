@@ -51,14 +51,6 @@ mtmd_bitmap* make_media(bool audio, int round) {
   return mtmd_bitmap_init(kTinyVisionTower.image_size, kTinyVisionTower.image_size, rgb.data());
 }
 
-// The compute buffers now: with the group, one.
-void report_buffers(bool share, const std::string& step) {
-  const std::size_t largest = largest_compute_buffer();
-  const std::size_t buffers = memory().compute.size();
-  if (share && buffers != 1) fail(step + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
-  info("llama_mtmd." + step + ".compute_buffers", std::to_string(buffers) + ", the largest " + std::to_string(largest));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,7 +113,7 @@ int main(int argc, char** argv) {
     mtmd_input_chunks_free(chunks);
     mtmd_bitmap_free(media);
     for (int i = 0; i < 3; ++i) decode({next}, step + ".gen" + std::to_string(i));
-    report_buffers(share, step);
+    report_compute_buffers(share, "llama_mtmd." + step + ".compute_buffers");
   }
   size_line("llama_mtmd.largest_buffer", largest_compute_buffer());
 

@@ -37,14 +37,6 @@ constexpr int kDraftMax = 3;  // speculative.n_max
 constexpr int kBatch = 32;
 constexpr int kSteps = 6;  // draft-and-verify steps per completion
 
-// The compute buffers while target and draft live: with the group, one.
-void report_buffers(bool share, const std::string& step) {
-  const std::size_t largest = largest_compute_buffer();
-  const std::size_t buffers = memory().compute.size();
-  if (share && buffers != 1) fail(step + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
-  info("llama_mtp." + step + ".compute_buffers", std::to_string(buffers) + ", the largest " + std::to_string(largest));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,7 +70,7 @@ int main(int argc, char** argv) {
         exact("llama_mtp." + name + "." + key + ".accepted", std::to_string(speculation.step(key)));
       }
     }
-    report_buffers(share, name);
+    report_compute_buffers(share, "llama_mtp." + name + ".compute_buffers");
     largest = std::max(largest, largest_compute_buffer());
     llama_free(draft);
   }

@@ -70,17 +70,6 @@ void take_turns(Member& draft, Member& target, int tokens, const std::string& ro
   }
 }
 
-// The compute buffers while target and draft live, after the target's scheduler was made
-// again: with the group one, the group's (a scheduler made outside it gets a buffer of its own).
-void report_buffers(bool share, const std::string& step) {
-  // unshared: the largest member's own buffer; shared: the group's
-  const std::size_t largest = largest_compute_buffer();
-  const std::size_t buffers = memory().compute.size();
-  if (share && buffers != 1) fail(step + ": " + std::to_string(buffers) + " compute buffers, not the group's one");
-  info("llama_share." + step + ".compute_buffers",
-       std::to_string(buffers) + ", the largest " + std::to_string(largest));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,13 +108,13 @@ int main(int argc, char** argv) {
 #endif
     llama_set_causal_attn(target.ctx, false);
     target.decode({3, 4, 5, 6}, r + ".noncausal4");
-    report_buffers(share, r + ".noncausal4");
+    report_compute_buffers(share, "llama_share." + r + ".noncausal4" + ".compute_buffers");
 #ifdef GALLOC_RN_LLAMA_GROUP
     if (outer && !galloc_ggml_share_end()) fail("share_end of another group");
 #endif
     llama_set_causal_attn(target.ctx, true);
     take_turns(draft, target, 3, r + ".after");
-    report_buffers(share, r + ".after");
+    report_compute_buffers(share, "llama_share." + r + ".after" + ".compute_buffers");
     llama_free(draft.ctx);
   }
 
