@@ -195,7 +195,11 @@ llama_share_check() {
         -DARGS="$model" -DSHARE_ARGS="$model;share" -DSHARE_SMALLER=compute_peak \
         -P "$ROOT/tests/dropin/compare.cmake" >"$dir/compare.log" 2>&1 || { tail -n 30 "$dir/compare.log"; return 1; }
     echo "ok: $spec: a llama.rn context's members in one share group: $(grep -m1 'exact facts' "$dir/compare.log" | sed 's/^-- //'), compute peak $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/stock.txt") (stock), $(sed -n 's/^size llama_share.compute_peak //p' "$dir/run/shared.txt") (shared)"
-    mtmd_share_check "$spec" "$out" "$dir" && mtp_share_check "$spec" "$out" "$dir"
+    # both, so that one member's failure does not hide the other's result
+    local members=0
+    mtmd_share_check "$spec" "$out" "$dir" || members=1
+    mtp_share_check "$spec" "$out" "$dir" || members=1
+    return "$members"
 }
 
 # member_clients SPEC OUT DIR MDIR CLIENT FILES -- CXXFLAGS... -- LIBS...: tests/dropin/CLIENT
