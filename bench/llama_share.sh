@@ -56,11 +56,6 @@ mkdir -p "$OUT"
         memory_link+=("-Wl,--wrap=lm_$w")
     done
     link=("${memory_link[@]}" -Wl,--wrap=lm_ggml_gallocr_alloc_graph)   # and llama_share_bench's timer
-    # llama-ext.h (the MTP calls) is in the llama.cpp sources that build-llama.sh compiled
-    read -r -a flags <<<"$(sed -n 's/^flags=//p' "$PKG/llama/.libllama.stamp")"
-    llama_src=
-    for w in "${flags[@]}"; do [[ $w == -I* && -f ${w#-I}/llama-ext.h ]] && llama_src=${w#-I}; done
-    [[ -n $llama_src ]] || { echo "no llama-ext.h among the llama.cpp sources that built $PKG/llama"; exit 1; }
     for kind in stock galloc; do
         helper=() context=()
         [[ $kind == galloc ]] && helper=(-DGALLOC_RN_LLAMA_GROUP='"rn_llama_group.hpp"') \
@@ -74,7 +69,7 @@ mkdir -p "$OUT"
         clang++ "$OUT/llama_mtmd_share_bench_$kind.o" "${context[@]}" "$PKG/mtmd/libmtmd.a" "$PKG/llama/libllama.a" \
             "$PKG/libggml-$kind.a" -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
         clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/llama/include" -isystem "$PKG/include" \
-            -isystem "$llama_src" -c "$OUT/llama_mtp_share_bench.cpp" -o "$OUT/llama_mtp_share_bench_$kind.o"
+            -c "$OUT/llama_mtp_share_bench.cpp" -o "$OUT/llama_mtp_share_bench_$kind.o"
         clang++ "$OUT/llama_mtp_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$PKG/libggml-$kind.a" \
             -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtp_share_bench_$kind"
     done

@@ -8,7 +8,7 @@
 # Run build.sh NPM_SPEC OUT_DIR first. Produces
 #   OUT_DIR/llama/libllama.a    llama*.cpp, models/*.cpp, unicode*.cpp and ggml-opt.cpp (which
 #                               llama.cpp needs and build.sh does not build); no ggml
-#   OUT_DIR/llama/include/      llama.h, llama-cpp.h, ggml-opt.h
+#   OUT_DIR/llama/include/      llama.h, llama-cpp.h, ggml-opt.h, and llama-ext.h where it exists
 # Link a client with: libllama.a OUT_DIR/libggml-{stock,galloc}.a -lstdc++ -lpthread -lm -ldl.
 # The sources are renamed like ggml's (lm_ggml_ -> ggml_) and cached next to ggml's under
 # ${GALLOC_CACHE_DIR:-~/.cache/galloc}/ggml-src/<name>-<version>/llama-src. The build is
@@ -56,5 +56,8 @@ if client_is_fresh "llama-context.cpp grouped: ${SOURCES[*]} ${BUILDERS[*]}" "$S
 fi
 # llama.cpp's own files and its graph builders (models/*.cpp) compile a group per translation
 # unit: a third less compile time than file by file, and every package's compile as groups
-client_build "$CLIENT_SRC/llama.h" "$CLIENT_SRC/llama-cpp.h" "$SRC/ggml-opt.h" -- \
+HEADERS=("$CLIENT_SRC/llama.h" "$CLIENT_SRC/llama-cpp.h" "$SRC/ggml-opt.h")
+# llama.cpp's staging API (MTP's hidden states, among others), where this llama.cpp has it
+[[ -f $CLIENT_SRC/llama-ext.h ]] && HEADERS+=("$CLIENT_SRC/llama-ext.h")
+client_build "${HEADERS[@]}" -- \
     "$SRC/ggml-opt.cpp" "$CLIENT_SRC/llama-context.cpp" -- "${SOURCES[@]/#/$CLIENT_SRC/}" "${BUILDERS[@]/#/$CLIENT_SRC/}"

@@ -202,7 +202,7 @@ llama_share_check() {
     return "$members"
 }
 
-# member_clients SPEC OUT DIR MDIR CLIENT FILES -- CXXFLAGS... -- LIBS...: tests/dropin/CLIENT
+# member_clients SPEC OUT DIR MDIR CLIENT FILES [-- CXXFLAGS... [-- LIBS...]]: tests/dropin/CLIENT
 # (with FILES, renamed for the package into DIR) built as MDIR/client_stock and
 # MDIR/client_galloc, the latter with llama_share_check's patched llama-context.cpp and helper
 # in DIR. CXXFLAGS and LIBS come before the package's llama.cpp and ggml.
@@ -276,14 +276,11 @@ mtmd_share_check() {
 # the compute peak smaller with the group, and no more than the largest member's need
 # (member_compare): the draft reads the target's hidden states from host memory.
 mtp_share_check() {
-    local spec=$1 out=$2 dir=$3 mdir=$3/mtp w llama_src= line
-    local -a flags
-    # llama-ext.h (the MTP calls) is in the llama.cpp sources that build-llama.sh compiled
-    read -r -a flags <<<"$(sed -n 's/^flags=//p' "$out/llama/.libllama.stamp")"
-    for w in "${flags[@]}"; do [[ $w == -I* && -f ${w#-I}/llama-ext.h ]] && llama_src=${w#-I}; done
-    [[ -n $llama_src ]] || { echo "no llama-ext.h among the llama.cpp sources that built $out/llama"; return 1; }
-    member_clients "$spec" "$out" "$dir" "$mdir" llama_mtp_share_client.cpp "mtp_model.hpp mtp_speculation.hpp model_writer.hpp" \
-        -- -isystem "$llama_src" -- || return 1
+    local spec=$1 out=$2 dir=$3 mdir=$3/mtp line
+    # build-llama.sh installs llama-ext.h (the MTP calls) beside llama.h
+    [[ -f $out/llama/include/llama-ext.h ]] || { echo "no llama-ext.h in $out/llama/include"; return 1; }
+    member_clients "$spec" "$out" "$dir" "$mdir" llama_mtp_share_client.cpp \
+        "mtp_model.hpp mtp_speculation.hpp model_writer.hpp" || return 1
     line=$(member_compare "$mdir" "$mdir/run" llama_mtp "the target and its MTP draft" "$mdir/run/tiny-qwen35-mtp.gguf") \
         || { echo "$line"; return 1; }
     echo "ok: $spec: $line"
