@@ -117,24 +117,26 @@ echo
 realistic_runs mtp "512-token prompt, 64 tokens by MTP steps" llama_mtp_share_bench "$MTP_MODEL"
 for v in unshared-stock unshared shared; do sed 's/^/  /' "$OUT/mtp-$v.txt"; done
 
+# same CASE KEY: KEY's value is the same in CASE's three realistic runs (stock, unshared, shared)
+same() {
+    local first
+    first=$(field "$1 unshared" "$2" "$1-unshared-stock")
+    [[ -n $first && $first == "$(field "$1 unshared" "$2" "$1-unshared")" &&
+       $first == "$(field "$1 shared" "$2" "$1-shared")" ]]
+}
+# share_line NAME CASE IDENTICAL: the SHARE line of a case measured by its realistic runs
+share_line() {
+    echo "SHARE $1 stock=$(field "$2 unshared" 'compute peak' "$2-unshared-stock")" \
+         "shared=$(field "$2 shared" 'compute peak' "$2-shared")" \
+         "largest=$(field "$2 unshared" 'largest member' "$2-unshared") identical=$3"
+}
 identical=0
-[[ $(field stock logits stock) == "$(field shared logits galloc)" &&
-   $(field 'rss unshared' logits rss-unshared-stock) == "$(field 'rss shared' logits rss-shared)" ]] && identical=1
+[[ $(field stock logits stock) == "$(field shared logits galloc)" ]] && same rss logits && identical=1
 vision_identical=0
-[[ $(field 'vision unshared' embeddings vision-unshared-stock) == "$(field 'vision shared' embeddings vision-shared)" &&
-   $(field 'vision unshared' embeddings vision-unshared-stock) == "$(field 'vision unshared' embeddings vision-unshared)" &&
-   $(field 'vision unshared' logits vision-unshared-stock) == "$(field 'vision shared' logits vision-shared)" &&
-   $(field 'vision unshared' logits vision-unshared-stock) == "$(field 'vision unshared' logits vision-unshared)" ]] &&
-    vision_identical=1
+same vision embeddings && same vision logits && vision_identical=1
 mtp_identical=0
-[[ $(field 'mtp unshared' outputs mtp-unshared-stock) == "$(field 'mtp shared' outputs mtp-shared)" &&
-   $(field 'mtp unshared' outputs mtp-unshared-stock) == "$(field 'mtp unshared' outputs mtp-unshared)" ]] &&
-    mtp_identical=1
+same mtp outputs && mtp_identical=1
 echo "SHARE target-draft stock=$(field stock 'compute peak' stock) shared=$(field shared 'compute peak' galloc)" \
      "largest=$(field unshared 'larger member' galloc) identical=$identical"
-echo "SHARE target-vision stock=$(field 'vision unshared' 'compute peak' vision-unshared-stock)" \
-     "shared=$(field 'vision shared' 'compute peak' vision-shared)" \
-     "largest=$(field 'vision unshared' 'largest member' vision-unshared) identical=$vision_identical"
-echo "SHARE target-mtp stock=$(field 'mtp unshared' 'compute peak' mtp-unshared-stock)" \
-     "shared=$(field 'mtp shared' 'compute peak' mtp-shared)" \
-     "largest=$(field 'mtp unshared' 'largest member' mtp-unshared) identical=$mtp_identical"
+share_line target-vision vision "$vision_identical"
+share_line target-mtp mtp "$mtp_identical"
