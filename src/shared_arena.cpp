@@ -102,13 +102,13 @@ std::string SharedArena::State::describe(MemberId member) const {
 }
 
 void SharedArena::State::forget_chunk(const Buffer* chunk) {
-  ++chunks_epoch_;
+  chunks_epoch_.fetch_add(1, std::memory_order_release);
   // Nobody holds its memory any more; last_placed_ keeps its regions, so that holds() says so.
   erase_where(owned_, [chunk](const Owned& o) { return o.chunk == chunk; });
 }
 
 Status SharedArena::State::grow_chunk(std::size_t chunk, Bytes size, bool keep_old) {
-  ++chunks_epoch_;
+  chunks_epoch_.fetch_add(1, std::memory_order_release);
   Bytes old_size = 0;
   std::unique_ptr<Buffer> kept;
   if (chunk < chunks_.size()) {
@@ -330,7 +330,7 @@ Status SharedArena::State::place(MemberId member, const std::vector<Bytes>& need
   // changes no chunk, can be repeated; it is noted as it goes.
   RepeatablePlace& last = *entry_of(repeatable_places_, member);
   last.valid = false;
-  const std::uint64_t chunks_epoch = chunks_epoch_;
+  const std::uint64_t chunks_epoch = chunks_epoch_.load(std::memory_order_relaxed);
   const bool repeatable = may_repeat(member);
   if (repeatable) last.owned_before = owned_;
   // What the member reads from the arena must still be its writer's; it is kept.
@@ -359,12 +359,12 @@ Status SharedArena::State::place(MemberId member, const std::vector<Bytes>& need
   entry_of(last_placed_, member)->swap(regions);
   placement.generation = generation_.load(std::memory_order_relaxed);
   placement.reusable = placement.moves.empty() && retired_.empty();
-  if (repeatable && placement.reusable && chunks_epoch_ == chunks_epoch) {
+  if (repeatable && placement.reusable && chunks_epoch_.load(std::memory_order_relaxed) == chunks_epoch) {
     last.needs = needs;
     last.reads = reads;
     last.owned_after = owned_;
     last.chunks = placement.chunks;
-    last.chunks_epoch = chunks_epoch_;
+    last.chunks_epoch = chunks_epoch;
     last.valid = true;
   }
   return Status::ok();
@@ -450,7 +450,9 @@ bool SharedArena::State::repeat_last_place(MemberId member, const std::vector<By
   // last three empty and off, and the rest is compared here.
   if (!may_repeat(member)) return false;
   const RepeatablePlace* last = find_entry(repeatable_places_, member);
-  if (last == nullptr || !last->valid || last->chunks_epoch != chunks_epoch_) return false;
+  if (last == nullptr || !last->valid || last->chunks_epoch != chunks_epoch_.load(std::memory_order_relaxed)) {
+    return false;
+  }
   auto same_range = [](const AddressRange& a, const AddressRange& b) { return a.begin == b.begin && a.end == b.end; };
   auto same_owned = [](const Owned& a, const Owned& b) {
     return a.chunk == b.chunk && a.begin == b.begin && a.end == b.end && a.owner == b.owner;
@@ -544,6 +546,8 @@ std::vector<const Buffer*> SharedArena::buffers() const { return state_->buffers
 std::uint64_t SharedArena::growth_count() const { return state_->growths_.load(std::memory_order_relaxed); }
 
 std::uint64_t SharedArena::generation() const { return state_->generation_.load(std::memory_order_acquire); }
+
+std::uint64_t SharedArena::buffers_epoch() const { return state_->chunks_epoch_.load(std::memory_order_acquire); }
 
 void SharedArena::set_checked(bool checked) { state_->set_checked(checked); }
 

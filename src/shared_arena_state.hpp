@@ -119,7 +119,8 @@ struct SharedArena::State {
   std::vector<std::pair<MemberId, std::vector<Owned>>> last_placed_;     // per member
   std::vector<std::pair<MemberId, std::vector<Move>>> pending_moves_;    // a reserve's, for the next place
   std::vector<std::pair<MemberId, RepeatablePlace>> repeatable_places_;  // per member, when it can repeat
-  std::uint64_t chunks_epoch_ = 0;                                       // bumped whenever chunks_ changes
+  // Bumped (holding mutex_) before chunks_ or retired_ changes: buffers_epoch().
+  std::atomic<std::uint64_t> chunks_epoch_{0};
   // Working lists of place and take_over (so also under mutex_), kept for their capacity.
   std::vector<Owned> kept_;
   std::vector<Owned> in_chunk_;

@@ -99,8 +99,12 @@ class SharedArena {
   // Changes with every reserve, place, member leaving and mode change, and nothing else: a
   // member whose placement is MemberPlacement::reusable and that finds the generation still
   // MemberPlacement::generation may keep that placement instead of placing again (the arena is as
-  // it left it), and an adapter may keep what it learnt of buffers(). No lock is taken.
+  // it left it). No lock is taken.
   [[nodiscard]] std::uint64_t generation() const;
+  // Changes whenever buffers() may answer otherwise (a chunk allocated, retired or freed), and
+  // far less often than generation(): an adapter keeps what it learnt of buffers() while this
+  // stands. No lock is taken.
+  [[nodiscard]] std::uint64_t buffers_epoch() const;
   void set_checked(bool checked);
 
   // ---- for GraphAllocator (its members); the contract above is stated in their terms.

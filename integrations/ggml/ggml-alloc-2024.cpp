@@ -371,7 +371,7 @@ struct ggml_gallocr {
   std::vector<std::shared_ptr<DropinArena>> arenas;     // the shared arenas it joined (before allocator)
   std::vector<ggml_backend_buffer_t> arena_buffers;     // their buffers at the last alloc_graph
   std::vector<ggml_backend_buffer_t> released_buffers;  // of those, the released ones
-  std::vector<std::uint64_t> arena_generations;         // per arena, when arena_buffers was made
+  std::vector<std::uint64_t> arena_buffer_epochs;       // per arena, when arena_buffers was made
   // Per arena, its generation after the last alloc_graph, if that graph had no tensor in the
   // arenas (empty otherwise). Only another member's alloc puts tensors there, and it changes
   // the generation: while the generations stay, a graph of the same topology has none there
@@ -421,17 +421,17 @@ void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const
 
 // The buffers of the allocator's arenas now, asked again only when an arena changed.
 void refresh_arena_buffers(ggml_gallocr* galloc) {
-  bool changed = galloc->arena_generations.size() != galloc->arenas.size();
+  bool changed = galloc->arena_buffer_epochs.size() != galloc->arenas.size();
   for (std::size_t i = 0; i < galloc->arenas.size() && !changed; ++i) {
-    changed = galloc->arenas[i]->arena.generation() != galloc->arena_generations[i];
+    changed = galloc->arenas[i]->arena.buffers_epoch() != galloc->arena_buffer_epochs[i];
   }
   if (!changed) return;
   galloc->arena_buffers.clear();
-  galloc->arena_generations.clear();
+  galloc->arena_buffer_epochs.clear();
   galloc->released_buffers.clear();
   for (const auto& shared : galloc->arenas) {
-    // the generation first: a change after it is seen at the next alloc_graph
-    galloc->arena_generations.push_back(shared->arena.generation());
+    // the epoch first: a change after it is seen at the next alloc_graph
+    galloc->arena_buffer_epochs.push_back(shared->arena.buffers_epoch());
     for (const galloc::Buffer* buffer : shared->arena.buffers()) {
       galloc->arena_buffers.push_back(static_cast<const GgmlBuffer*>(buffer)->handle());
     }

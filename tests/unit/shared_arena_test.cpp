@@ -564,6 +564,29 @@ TEST(SharedArena, WhatCannotMoveKeepsTheOldChunkUntilNothingReadsIt) {
   EXPECT_EQ(type.live_bytes(), grown);
 }
 
+// An adapter keeps the arena's buffers while buffers_epoch() stands: it moves when a chunk is
+// allocated, retired or freed, and not at places that leave the chunks as they are.
+TEST(SharedArena, TheBuffersEpochMovesOnlyWithTheBuffers) {
+  NullBufferType type(64);
+  Crowded c(type);
+  ASSERT_TRUE(c.arena.reserve(c.writer, {1024}).is_ok());
+  const std::uint64_t reserved = c.arena.buffers_epoch();
+  auto written = c.arena.place(c.writer, {1024}, {});
+  ASSERT_TRUE(written.is_ok());
+  ASSERT_TRUE(c.arena.place(c.reader, {512}, {}).is_ok());
+  ASSERT_TRUE(c.arena.place(c.writer, {1024}, {}).is_ok());
+  EXPECT_EQ(c.arena.buffers_epoch(), reserved);
+  EXPECT_EQ(c.arena.buffers().size(), 1u);
+  std::byte* base = c.arena.place(c.writer, {1024}, {})->chunks.at(0).base;
+  ASSERT_TRUE(c.arena.place(c.reader, {960}, {{base + 512, base + 576}}).is_ok());  // grows, retires
+  const std::uint64_t grown = c.arena.buffers_epoch();
+  EXPECT_NE(grown, reserved);
+  EXPECT_EQ(c.arena.buffers().size(), 2u);
+  ASSERT_TRUE(c.arena.place(c.writer, {1024}, {}).is_ok());  // frees the retired chunk
+  EXPECT_NE(c.arena.buffers_epoch(), grown);
+  EXPECT_EQ(c.arena.buffers().size(), 1u);
+}
+
 // A place given what the member's last place was given, in the arena as that place found it
 // (whisper's encoder after its conv graph, every time), comes out the same; any change in
 // between (another member's memory, a chunk that grew) is worked out again, stale reads
