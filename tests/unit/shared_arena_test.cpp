@@ -577,7 +577,9 @@ TEST(SharedArena, TheBuffersEpochMovesOnlyWithTheBuffers) {
   ASSERT_TRUE(c.arena.place(c.writer, {1024}, {}).is_ok());
   EXPECT_EQ(c.arena.buffers_epoch(), reserved);
   EXPECT_EQ(c.arena.buffers().size(), 1u);
-  std::byte* base = c.arena.place(c.writer, {1024}, {})->chunks.at(0).base;
+  auto again = c.arena.place(c.writer, {1024}, {});
+  ASSERT_TRUE(again.is_ok());
+  std::byte* base = again->chunks.at(0).base;
   ASSERT_TRUE(c.arena.place(c.reader, {960}, {{base + 512, base + 576}}).is_ok());  // grows, retires
   const std::uint64_t grown = c.arena.buffers_epoch();
   EXPECT_NE(grown, reserved);
