@@ -419,7 +419,7 @@ void dump_graph(ggml_gallocr* galloc, galloc::BufferAssignment assignment, const
                   function);
 }
 
-// The buffers of the allocator's arenas now, asked again only when an arena changed.
+// The buffers of the allocator's arenas now, asked again only when an arena's buffers changed.
 void refresh_arena_buffers(ggml_gallocr* galloc) {
   bool changed = galloc->arena_buffer_epochs.size() != galloc->arenas.size();
   for (std::size_t i = 0; i < galloc->arenas.size() && !changed; ++i) {
