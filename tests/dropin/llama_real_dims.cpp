@@ -1,11 +1,12 @@
 // llama.cpp at the real dimensions of models people run, for capturing the graphs it reserves
 // (bench/graphs/capture-llama.sh) and for reading its compute buffer next to stock's.
 //
-//   llama_real_dims MODEL N_CTX N_UBATCH attn|flash DIR
+//   llama_real_dims MODEL N_CTX N_UBATCH attn|flash DIR [f16|q4_0]
 //
-// writes DIR/MODEL.gguf with gguf's API, unless it exists: the real model's hyperparameters
-// and tensor shapes (F16 matrices, F32 norms, every layer), with the data section left as a
-// hole in the file, so that a 7B model costs no disk and reads as zeros. llama.cpp maps it
+// writes DIR/MODEL.gguf (DIR/MODEL.q4_0.gguf with q4_0) with gguf's API, unless it exists: the
+// real model's hyperparameters and tensor shapes (F16 or Q4_0 matrices, F32 norms, every
+// layer), with the data section left as a hole in the file, so that a 7B model costs no disk and
+// reads as zeros (all-zero bytes are zeros in Q4_0 too: a zero scale). llama.cpp maps it
 // (mmap) and creates a context of N_CTX positions and micro-batches of N_UBATCH tokens, one
 // sequence; creating the context reserves its worst-case graphs (a micro-batch of N_UBATCH
 // tokens, then one token, each against the whole cache), which is where the drop-in's
@@ -38,7 +39,8 @@ using namespace galloc::dropin_test;
 // matrix and a fused gate+up matrix (Phi-3), normalisations after attention and FFN (Gemma-2).
 enum class Layout { kLlama, kQwen2, kPhi3, kGemma2 };
 
-// Hyperparameters from each model's published config.json.
+// Hyperparameters from each model's published config.json (glm-asr-nano-text: the text_config
+// of GLM-ASR-Nano-2512's).
 struct RealModel {
   const char* name;
   const char* arch;
@@ -55,6 +57,7 @@ const std::vector<RealModel>& real_models() {
       {"llama-3.2-3b", "llama", Layout::kLlama, 128256, 3072, 24, 8, 128, 8192, 28, 131072, 500000.0f, true},
       {"llama-3.1-8b", "llama", Layout::kLlama, 128256, 4096, 32, 8, 128, 14336, 32, 131072, 500000.0f, false},
       {"mistral-7b-v0.3", "llama", Layout::kLlama, 32768, 4096, 32, 8, 128, 14336, 32, 32768, 1000000.0f, false},
+      {"glm-asr-nano-text", "llama", Layout::kLlama, 59264, 2048, 16, 4, 128, 6144, 28, 8192, 10000.0f, false},
       {"qwen2.5-0.5b", "qwen2", Layout::kQwen2, 151936, 896, 14, 2, 64, 4864, 24, 32768, 1000000.0f, true},
       {"qwen2.5-7b", "qwen2", Layout::kQwen2, 152064, 3584, 28, 4, 128, 18944, 28, 32768, 1000000.0f, false},
       {"gemma-2-2b", "gemma2", Layout::kGemma2, 256000, 2304, 8, 4, 256, 9216, 26, 8192, 10000.0f, true},
@@ -72,7 +75,7 @@ const RealModel* find_model(const std::string& name) {
 
 // The model file: metadata and tensor infos through gguf's API, then the file extended to its
 // full length without writing the data (a sparse file: every weight reads as zero).
-void write_real_model(const RealModel& m, const std::string& path) {
+void write_real_model(const RealModel& m, ggml_type matrix_type, const std::string& path) {
   gguf_context* g = gguf_init_empty();
   const std::string arch = m.arch;
   gguf_set_val_str(g, "general.architecture", m.arch);
@@ -107,36 +110,36 @@ void write_real_model(const RealModel& m, const std::string& path) {
     return t;
   };
   const std::int64_t q = m.head * m.head_dim, kv = m.head_kv * m.head_dim;
-  ggml_tensor* last = add("token_embd.weight", GGML_TYPE_F16, m.embd, m.vocab);
+  ggml_tensor* last = add("token_embd.weight", matrix_type, m.embd, m.vocab);
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     add(b + "attn_norm.weight", GGML_TYPE_F32, m.embd);
     if (m.layout == Layout::kPhi3) {
-      add(b + "attn_qkv.weight", GGML_TYPE_F16, m.embd, q + 2 * kv);
+      add(b + "attn_qkv.weight", matrix_type, m.embd, q + 2 * kv);
     } else {
-      add(b + "attn_q.weight", GGML_TYPE_F16, m.embd, q);
-      add(b + "attn_k.weight", GGML_TYPE_F16, m.embd, kv);
-      add(b + "attn_v.weight", GGML_TYPE_F16, m.embd, kv);
+      add(b + "attn_q.weight", matrix_type, m.embd, q);
+      add(b + "attn_k.weight", matrix_type, m.embd, kv);
+      add(b + "attn_v.weight", matrix_type, m.embd, kv);
     }
     if (m.layout == Layout::kQwen2) {
       add(b + "attn_q.bias", GGML_TYPE_F32, q);
       add(b + "attn_k.bias", GGML_TYPE_F32, kv);
       add(b + "attn_v.bias", GGML_TYPE_F32, kv);
     }
-    add(b + "attn_output.weight", GGML_TYPE_F16, q, m.embd);
+    add(b + "attn_output.weight", matrix_type, q, m.embd);
     if (m.layout == Layout::kGemma2) add(b + "post_attention_norm.weight", GGML_TYPE_F32, m.embd);
     add(b + "ffn_norm.weight", GGML_TYPE_F32, m.embd);
     if (m.layout == Layout::kPhi3) {
-      add(b + "ffn_up.weight", GGML_TYPE_F16, m.embd, 2 * m.ff);
+      add(b + "ffn_up.weight", matrix_type, m.embd, 2 * m.ff);
     } else {
-      add(b + "ffn_gate.weight", GGML_TYPE_F16, m.embd, m.ff);
-      add(b + "ffn_up.weight", GGML_TYPE_F16, m.embd, m.ff);
+      add(b + "ffn_gate.weight", matrix_type, m.embd, m.ff);
+      add(b + "ffn_up.weight", matrix_type, m.embd, m.ff);
     }
-    last = add(b + "ffn_down.weight", GGML_TYPE_F16, m.ff, m.embd);
+    last = add(b + "ffn_down.weight", matrix_type, m.ff, m.embd);
     if (m.layout == Layout::kGemma2) last = add(b + "post_ffw_norm.weight", GGML_TYPE_F32, m.embd);
   }
   last = add("output_norm.weight", GGML_TYPE_F32, m.embd);
-  if (!m.tied) last = add("output.weight", GGML_TYPE_F16, m.embd, m.vocab);
+  if (!m.tied) last = add("output.weight", matrix_type, m.embd, m.vocab);
 
   if (!gguf_write_to_file(g, path.c_str(), /*only_meta=*/true)) fail("cannot write " + path);
   const std::int64_t id = gguf_find_tensor(g, ggml_get_name(last));
@@ -153,20 +156,27 @@ void write_real_model(const RealModel& m, const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: llama_real_dims MODEL N_CTX N_UBATCH attn|flash DIR | --list";
+  const std::string usage = "usage: llama_real_dims MODEL N_CTX N_UBATCH attn|flash DIR [f16|q4_0] | --list";
   if (argc == 2 && std::string(argv[1]) == "--list") {
     for (const RealModel& m : real_models()) std::printf("%s\n", m.name);
     return 0;
   }
-  if (argc != 6) fail(usage);
+  if (argc != 6 && argc != 7) fail(usage);
   const RealModel* model_dims = find_model(argv[1]);
   if (model_dims == nullptr) fail(std::string("unknown model ") + argv[1] + " (--list names them)");
   const int n_ctx = std::atoi(argv[2]), n_ubatch = std::atoi(argv[3]);
   const std::string attention = argv[4];
-  if (n_ctx <= 0 || n_ubatch <= 0 || (attention != "attn" && attention != "flash")) fail(usage);
+  const std::string weights = argc == 7 ? argv[6] : "f16";
+  if (n_ctx <= 0 || n_ubatch <= 0 || (attention != "attn" && attention != "flash") ||
+      (weights != "f16" && weights != "q4_0")) {
+    fail(usage);
+  }
   std::filesystem::create_directories(argv[5]);
-  const std::string path = std::string(argv[5]) + "/" + model_dims->name + ".gguf";
-  if (!std::filesystem::exists(path)) write_real_model(*model_dims, path);
+  const std::string path =
+      std::string(argv[5]) + "/" + model_dims->name + (weights == "f16" ? "" : "." + weights) + ".gguf";
+  if (!std::filesystem::exists(path)) {
+    write_real_model(*model_dims, weights == "f16" ? GGML_TYPE_F16 : GGML_TYPE_Q4_0, path);
+  }
 
   // llama.cpp maps the file (its default load mode): the weights stay in the file's hole
   llama_model* model = load_llama_model(path);
