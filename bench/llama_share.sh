@@ -11,6 +11,9 @@
 #                  (llama_mtp_share_bench.cpp, random weights).
 # Builds the programs once against stock ggml and once against galloc's with galloc-rn's
 # llama-context.cpp and helper, as tests/amalgamation/packages_test.sh built them, and runs them.
+# ggml itself (its CPU backend does the arithmetic) is built again here with -march=native, as
+# the packages build it for their phones' SIMD: make test's baseline x86-64 build computes at a
+# few GFLOPS, and a 7B model's prompt would take most of an hour per run.
 # Ends with one line per case:
 #   SHARE <case> stock=<bytes> shared=<bytes> largest=<bytes> identical=<0|1>
 # stock: the compute memory held at the peak without galloc; shared: with the group; largest:
@@ -38,6 +41,10 @@ die() { echo "llama_share.sh: $*" >&2; exit 1; }
 [[ -x $REAL_DIMS ]] || die "no $REAL_DIMS: run make build first"
 [[ -x /usr/bin/time ]] || die "needs GNU time (Debian: time)"
 mkdir -p "$OUT"
+NATIVE=$OUT/ggml-native   # build.sh keeps it while the package and the drop-in stay the same
+GALLOC_GGML_AS_SHIPPED=1 GALLOC_GGML_EXTRA_CFLAGS=-march=native CC=clang CXX=clang++ \
+    "$ROOT/integrations/ggml/build.sh" llama.rn@0.12.9 "$NATIVE" >"$OUT/ggml-native.log" 2>&1 ||
+    { tail -n 20 "$OUT/ggml-native.log" >&2; die "could not build ggml with -march=native (log: $OUT/ggml-native.log)"; }
 "$REAL_DIMS" qwen2.5-0.5b 512 128 attn "$OUT" >/dev/null || die "could not write the model"
 
 (
@@ -62,15 +69,15 @@ mkdir -p "$OUT"
                                  context=("$PATCHED/llama-context-patched.o")
         clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/llama/include" -isystem "$PKG/include" \
             -c "$OUT/llama_share_bench.cpp" -o "$OUT/llama_share_bench_$kind.o"
-        clang++ "$OUT/llama_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$PKG/libggml-$kind.a" \
+        clang++ "$OUT/llama_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$NATIVE/libggml-$kind.a" \
             -lpthread -lm -ldl "${link[@]}" -o "$OUT/llama_share_bench_$kind"
         clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/mtmd/include" -isystem "$PKG/llama/include" \
             -isystem "$PKG/include" -c "$OUT/llama_mtmd_share_bench.cpp" -o "$OUT/llama_mtmd_share_bench_$kind.o"
         clang++ "$OUT/llama_mtmd_share_bench_$kind.o" "${context[@]}" "$PKG/mtmd/libmtmd.a" "$PKG/llama/libllama.a" \
-            "$PKG/libggml-$kind.a" -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
+            "$NATIVE/libggml-$kind.a" -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtmd_share_bench_$kind"
         clang++ -std=c++17 -O2 "${helper[@]}" -I"$OUT" -isystem "$PKG/llama/include" -isystem "$PKG/include" \
             -c "$OUT/llama_mtp_share_bench.cpp" -o "$OUT/llama_mtp_share_bench_$kind.o"
-        clang++ "$OUT/llama_mtp_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$PKG/libggml-$kind.a" \
+        clang++ "$OUT/llama_mtp_share_bench_$kind.o" "${context[@]}" "$PKG/llama/libllama.a" "$NATIVE/libggml-$kind.a" \
             -lpthread -lm -ldl "${memory_link[@]}" -o "$OUT/llama_mtp_share_bench_$kind"
     done
 ) >"$OUT/build.log" 2>&1 || { tail -n 20 "$OUT/build.log" >&2; die "build failed (log: $OUT/build.log)"; }
