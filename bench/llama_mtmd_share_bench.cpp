@@ -2,22 +2,27 @@
 // dimensions, on llama.rn 0.12.9 as galloc-rn patches it (bench/llama_share.sh builds and runs
 // this, under GNU time for the peak RSS):
 //
-//   llama_mtmd_share_bench write MMPROJ.gguf
-//       writes the projector: CLIP ViT-L/14 at 336 pixels (LLaVA-1.5's vision tower: 1024 wide,
-//       16 heads, 4096 feed-forward, 24 blocks, of which clip computes the first 23, as LLaVA
-//       takes the second-to-last layer) with a two-layer MLP into the text model's 896; random
-//       weights
+//   llama_mtmd_share_bench write vision|audio MMPROJ.gguf
+//       writes a projector, random weights:
+//       vision  LLaVA-1.5-7B's: CLIP ViT-L/14 at 336 pixels (1024 wide, 16 heads, 4096
+//               feed-forward, 24 blocks, of which clip computes the first 23, as LLaVA takes
+//               the second-to-last layer) and a two-layer MLP into Llama-2-7B's 4096;
+//       audio   GLM-ASR-Nano-2512's: Whisper large-v3's encoder (128 mel bins, 1280 wide, 20
+//               heads, 5120 feed-forward, 32 blocks), frames stacked by 4, and a GELU MLP
+//               through 4096 into its text model's 2048
 //   llama_mtmd_share_bench MODEL.gguf MMPROJ.gguf unshared|shared
-//       one realistic run, as a completion with an image runs in llama.rn: the target's context
-//       (2048 positions, batches of 128), then mtmd's encoder made as initMultimodal makes it
-//       (in the context's share group when shared); an image of 336 x 336 encoded and its 577
-//       embeddings decoded by mtmd's helper, a 512-token prompt, 64 generated tokens.
+//       one realistic run, as a completion with an image or a sound runs in llama.rn: the
+//       target's context (2048 positions, batches of 128), then mtmd's encoder made as
+//       initMultimodal makes it (in the context's share group when shared); the media encoded
+//       and its embeddings decoded by mtmd's helper, chunk by chunk (an image of 336 x 336, or
+//       30 seconds of sound at 16 kHz), a 512-token prompt, 64 generated tokens.
 //
 // Prints the compute memory held at the peak, the largest compute buffer (unshared: the
 // largest member's own), a hash of the embeddings and of every logit, and the milliseconds of
-// the image, the prompt and each generated token. Compute memory is counted by buffer usage
-// (compute_memory.hpp).
+// the media, the prompt and each generated token, on a line that starts "vision MODE:" or
+// "audio MODE:". Compute memory is counted by buffer usage (compute_memory.hpp).
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -39,8 +44,26 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-constexpr VisionTower kClipVitL336{336, 14, 1024, 16, 4096, 24, 896};
+constexpr VisionTower kLlava15Vision{336, 14, 1024, 16, 4096, 24, 4096};
+constexpr AudioTower kGlmAsrNanoAudio{128, 1280, 20, 5120, 32, 4096, 2048};
 constexpr int kBatch = 128;
+
+// An image of the vision tower's size, or 30 seconds of sound at 16 kHz: two chunks, as mtmd
+// pads sound to at least 31 seconds, appends 30 seconds of silence to its mel frames and encodes
+// every whole 30-second chunk
+mtmd_bitmap* make_media(bool audio) {
+  if (audio) {
+    std::vector<float> samples(30 * 16000);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      samples[i] = 0.3f * std::sin(0.02f * static_cast<float>(i)) + 0.1f * std::sin(0.37f * static_cast<float>(i));
+    }
+    return mtmd_bitmap_init_from_audio(samples.size(), samples.data());
+  }
+  const int side = kLlava15Vision.image_size;
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(side) * side * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + i / 1013) & 0xff);
+  return mtmd_bitmap_init(side, side, rgb.data());
+}
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -64,25 +87,31 @@ int run(const std::string& model_path, const std::string& mmproj_path, const std
     next = argmax(logits, n_vocab);
   };
 
-  // the image
-  std::vector<unsigned char> rgb(static_cast<std::size_t>(kClipVitL336.image_size) * kClipVitL336.image_size * 3);
-  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + i / 1013) & 0xff);
-  mtmd_bitmap* bitmap = mtmd_bitmap_init(kClipVitL336.image_size, kClipVitL336.image_size, rgb.data());
+  // the media
+  const bool audio = mtmd_support_audio(mctx);
+  mtmd_bitmap* bitmap = make_media(audio);
   mtmd_input_chunks* chunks = tokenize_media(mctx, bitmap);
-  if (mtmd_input_chunks_size(chunks) != 1) fail("the image is not one chunk");
-  const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, 0);
-  const std::size_t image_tokens = mtmd_input_chunk_get_n_tokens(chunk);
+  std::size_t media_tokens = 0;
+  std::uint64_t embd_hash = 0xcbf29ce484222325ull;
   auto start = std::chrono::steady_clock::now();
-  llama_synchronize(ctx);  // as galloc-rn's edit of rn-mtmd.hpp does
-  llama_pos new_n_past = 0;
-  if (mtmd_helper_eval_chunk_single(mctx, ctx, chunk, n_past, 0, kBatch, true, &new_n_past) != 0) {
-    fail("mtmd_helper_eval_chunk_single");
+  for (std::size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
+    const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, i);
+    if (mtmd_input_chunk_get_type(chunk) != (audio ? MTMD_INPUT_CHUNK_TYPE_AUDIO : MTMD_INPUT_CHUNK_TYPE_IMAGE)) {
+      fail("mtmd made a chunk of another kind than the media");
+    }
+    const std::size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
+    llama_synchronize(ctx);  // as galloc-rn's edit of rn-mtmd.hpp does
+    llama_pos new_n_past = 0;
+    if (mtmd_helper_eval_chunk_single(mctx, ctx, chunk, n_past, 0, kBatch, true, &new_n_past) != 0) {
+      fail("mtmd_helper_eval_chunk_single");
+    }
+    embd_hash = fnv1a(mtmd_get_output_embd(mctx),
+                      n_tokens * static_cast<std::size_t>(llama_model_n_embd(model)) * sizeof(float), embd_hash);
+    media_tokens += n_tokens;
+    n_past = new_n_past;
+    take_logits();
   }
-  const double image_ms = ms_since(start);
-  const std::uint64_t embd_hash = fnv1a(
-      mtmd_get_output_embd(mctx), image_tokens * static_cast<std::size_t>(llama_model_n_embd(model)) * sizeof(float));
-  n_past = new_n_past;
-  take_logits();
+  const double media_ms = ms_since(start);
   mtmd_input_chunks_free(chunks);
   mtmd_bitmap_free(bitmap);
 
@@ -118,20 +147,28 @@ int run(const std::string& model_path, const std::string& mmproj_path, const std
   llama_backend_free();
   forget_released();
   std::printf(
-      "vision %s: compute peak %zu bytes, largest member %zu; embeddings %s; logits %s; image of %zu tokens %.0f ms,"
+      "%s %s: compute peak %zu bytes, largest member %zu; embeddings %s; logits %s; %s of %zu tokens %.0f ms,"
       " prompt %.0f ms, %.1f ms per generated token\n",
-      mode.c_str(), memory().peak, largest, hex(embd_hash).c_str(), hex(logits_hash).c_str(), image_tokens, image_ms,
-      prompt_ms, token_ms);
+      audio ? "audio" : "vision", mode.c_str(), memory().peak, largest, hex(embd_hash).c_str(),
+      hex(logits_hash).c_str(), audio ? "sound" : "image", media_tokens, media_ms, prompt_ms, token_ms);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], "write") == 0) {
-    write_mmproj(argv[2], kClipVitL336, 11);
+  const char* usage =
+      "usage: llama_mtmd_share_bench write vision|audio MMPROJ.gguf | MODEL.gguf MMPROJ.gguf unshared|shared";
+  if (argc == 4 && std::strcmp(argv[1], "write") == 0) {
+    if (std::strcmp(argv[2], "vision") == 0) {
+      write_mmproj(argv[3], kLlava15Vision, 11);
+    } else if (std::strcmp(argv[2], "audio") == 0) {
+      write_mmproj(argv[3], kGlmAsrNanoAudio, 13);
+    } else {
+      fail(usage);
+    }
     return 0;
   }
-  if (argc != 4) fail("usage: llama_mtmd_share_bench write MMPROJ.gguf | MODEL.gguf MMPROJ.gguf unshared|shared");
+  if (argc != 4) fail(usage);
   return run(argv[1], argv[2], argv[3]);
 }
