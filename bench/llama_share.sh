@@ -30,7 +30,7 @@
 # usage: llama_share.sh [ROUNDS [TOKENS [CASE...]]]   (default 3 rounds of 16 tokens, all cases;
 #        CASE: target-draft, target-vision, target-audio or target-mtp)
 # Needs `make test` (its packages test builds llama.rn 0.12.9 as shipped and as patched),
-# `make build` (llama_real_dims writes the model) and GNU time (Debian: time).
+# `make build` (llama_real_dims writes the text models) and GNU time (Debian: time).
 set -euo pipefail
 ROUNDS=${1:-3} TOKENS=${2:-16}
 CASES=("${@:3}")
