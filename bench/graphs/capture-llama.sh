@@ -10,8 +10,8 @@
 # micro-batch graph, the one-token graph, the micro-batch graph again). The same program
 # linked against stock ggml-alloc gives stock's compute buffer, printed beside galloc's.
 #
-# usage: bench/graphs/capture-llama.sh [BUILD_DIR] [MODEL...]   (default: build, the nine models
-#        whose graphs are here; llama_real_dims --list names more)
+# usage: bench/graphs/capture-llama.sh [BUILD_DIR] [MODEL...]   (default: build, the models whose
+#        graphs are here; llama_real_dims --list names more)
 # Needs about 20 GB of free memory for the 8B models (the mapped file and the KV cache); the
 # model files are written to a temporary folder as sparse files and removed at the end.
 set -euo pipefail
@@ -25,8 +25,12 @@ done
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 models=("$@")
-[[ ${#models[@]} -gt 0 ]] || models=(llama-2-7b llama-3.2-1b llama-3.2-3b llama-3.1-8b mistral-7b-v0.3 qwen2.5-0.5b
-                                      qwen2.5-7b gemma-2-2b phi-3-mini-4k)
+if [[ ${#models[@]} -eq 0 ]]; then   # the models whose graphs are here
+    for f in "$HERE"/llama-rn-0.12.9-*-ctx4096-tg-attn.json.gz; do
+        m=${f##*/llama-rn-0.12.9-}
+        models+=("${m%-ctx4096-tg-attn.json.gz}")
+    done
+fi
 
 # the compute buffer a run printed (llama.cpp's one CPU buffer)
 size_of() { sed -n 's/^size .*\.CPU \([0-9]*\)$/\1/p' "$1"; }
