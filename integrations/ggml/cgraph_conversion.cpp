@@ -218,10 +218,11 @@ void fill_details(Converted& out, Details details) {
 ggml_backend_buffer_t memory_buffer(const ggml_tensor* t) { return (t->view_src != nullptr ? t->view_src : t)->buffer; }
 
 bool in_buffers(ggml_backend_buffer_t buffer, const ggml_backend_buffer_t* begin, const ggml_backend_buffer_t* end,
-                ggml_backend_buffer_t& outside) {
-  if (buffer == nullptr || buffer == outside) return false;
+                BuffersOutside& outside) {
+  if (buffer == nullptr || buffer == outside[0] || buffer == outside[1]) return false;
   if (std::find(begin, end, buffer) != end) return true;
-  outside = buffer;
+  outside[1] = outside[0];
+  outside[0] = buffer;
   return false;
 }
 
@@ -294,12 +295,11 @@ bool same_edges(const ggml_tensor* t, const Converted::Edges& edges, bool listed
   return t->view_src == edges[GGML_MAX_SRC];
 }
 
-void forget_own_placement(ggml_tensor* t, OwnPlacement& own) {
-  if (own.buffer != nullptr && t->buffer == own.buffer && t->data == own.data) {
+void forget_placement_in_arena(ggml_tensor* t, const OwnPlacement& own, std::uint64_t conversion) {
+  if (t->view_src != nullptr || (own.conversion == conversion && t->buffer == own.buffer && t->data == own.data)) {
     t->data = nullptr;
     t->buffer = nullptr;
   }
-  own = OwnPlacement{};
 }
 
 bool read_from_arena(ggml_tensor* t, std::size_t id, std::size_t n_leafs, std::size_t listed) {
@@ -320,7 +320,7 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
   const TypeTable& types = type_table();
   const ggml_backend_buffer_t* const arena_begin = arena_buffers.data();
   const ggml_backend_buffer_t* const arena_end = arena_begin + arena_buffers.size();
-  ggml_backend_buffer_t outside = nullptr;  // the last buffer met that is not the arena's
+  BuffersOutside outside{};
   ggml_tensor* const* const ggml = out.ggml.data();
   const Converted::Edges* const all_edges = out.edges.data();
   galloc::Tensor* const tensors = out.graph.tensors.data();
@@ -339,7 +339,7 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     g.flags = flags_of(t);
     // while the tensor is at hand, rather than in a second pass over the graph
     if constexpr (kArena) {
-      forget_own_placement(t, own[i]);
+      if (in_buffers(t->buffer, arena_begin, arena_end, outside)) forget_placement_in_arena(t, own[i], out.conversion);
       if (search && in_buffers(memory_buffer(t), arena_begin, arena_end, outside) &&
           read_from_arena(t, i, n_leafs, listed)) {
         out.in_arena.push_back(static_cast<TensorId>(i));
@@ -348,7 +348,10 @@ bool reconvert_same_topology(const ggml_cgraph* cgraph, Converted& out,
     g.has_memory = has_memory(t, MemoryRule::kGraph);
   }
   for (TensorId id : out.memory_elsewhere) out.graph[id].has_memory = true;
-  if (kArena && search) fill_memory_details(out);
+  if (kArena && search) {
+    fill_memory_details(out);
+    ++out.conversion;  // the records are spent
+  }
   status = galloc::Status::ok();
   return true;
 }
@@ -435,7 +438,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   const bool search_all = !arena_buffers.empty();  // another topology: always searched
   std::vector<OwnPlacement> own_now;               // the own placements by the new ids
   const ggml_backend_buffer_t* const arena_end = arena_buffers.data() + arena_buffers.size();
-  ggml_backend_buffer_t outside = nullptr;
+  BuffersOutside outside{};
   const std::size_t n_leafs = out.graph.leafs.size();
   for (std::size_t i = 0; i < out.ggml.size(); ++i) {
     ggml_tensor* t = out.ggml[i];
@@ -458,7 +461,8 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
       }
       // only where the arenas are searched (a reserve or an alloc, not a measure)
       if (search_all) {
-        forget_own_placement(t, record);
+        if (in_buffers(t->buffer, arena_buffers.data(), arena_end, outside))
+          forget_placement_in_arena(t, record, out.conversion);
         if (in_buffers(memory_buffer(t), arena_buffers.data(), arena_end, outside) &&
             read_from_arena(t, i, n_leafs, out.listed)) {
           out.in_arena.push_back(static_cast<TensorId>(i));
@@ -483,6 +487,7 @@ galloc::Status convert_graph(const ggml_cgraph* cgraph, Converted& out, Details 
   if (out.track_own) {
     own_now.resize(out.ggml.size());
     out.own.swap(own_now);
+    if (search_all) ++out.conversion;  // the records are spent
   }
   mark_memory_elsewhere(out);
   out.edges_valid = true;

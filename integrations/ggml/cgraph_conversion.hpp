@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,13 +83,14 @@ class TensorIds {
   std::size_t size_ = 0;
 };
 
-// What the allocator's last alloc_graph set on a tensor (tensor_alloc or view_init): null
-// buffer for nothing. In a shared arena a tensor that still carries it is the allocator's own
-// earlier placement, not memory that exists: it is placed again, as a fresh tensor would be.
-// Told by value, so a record of a tensor that is gone is never followed.
+// What the allocator's last alloc_graph set on a leaf (tensor_alloc). In a shared arena a leaf
+// that still carries it is the allocator's own earlier placement, not memory that exists: it is
+// placed again, as a fresh tensor would be. Told by value, so a record of a tensor that is gone
+// is never followed. Nodes and views need no record (see forget_placement_in_arena).
 struct OwnPlacement {
   void* data = nullptr;
   ggml_backend_buffer_t buffer = nullptr;
+  std::uint64_t conversion = 0;  // Converted::conversion when the alloc wrote it
 };
 
 // A galloc graph and, per galloc tensor id, the ggml tensor it stands for.
@@ -127,6 +129,10 @@ struct Converted {
   // set on the tensor. Conversions keep it by tensor across a change of topology.
   bool track_own = false;
   std::vector<OwnPlacement> own;
+  // Counts the conversions that looked in the arenas: a record is the last alloc's while its
+  // `conversion` is this one, so no conversion clears records (or reads those of tensors
+  // outside the arenas, such as a graph llama.cpp built again).
+  std::uint64_t conversion = 1;
   // Whether the last alloc_graph allocated this conversion's graph (see allocated_again).
   bool allocated = false;
 
@@ -169,12 +175,15 @@ void fill_details(Converted& out, Details details = Details::kFill);
 // The buffer where the memory of `t` lies (a view's: its root's); null when it has none yet.
 [[gnu::always_inline]] inline ggml_backend_buffer_t memory_buffer(const ggml_tensor* t);
 
-// Whether `buffer`, where a tensor's memory lies (memory_buffer), is one of the buffers
-// [begin, end). `outside` remembers the last buffer found not to be one: weights come in runs
-// of one buffer. Inlined: it runs for every tensor of every alloc_graph in an arena, and most
-// answer at the first test (a node not allocated yet, a weight).
+// The last two buffers found not to be a shared arena's: a llama.cpp graph meets its weights'
+// and its KV cache's in turn.
+using BuffersOutside = std::array<ggml_backend_buffer_t, 2>;
+
+// Whether `buffer` is one of the buffers [begin, end). `outside` remembers the last two
+// buffers found not to be one. Inlined: it runs for every tensor of every alloc_graph in an
+// arena, and most answer at the first test (a node not allocated yet, a weight, the cache).
 [[gnu::always_inline]] inline bool in_buffers(ggml_backend_buffer_t buffer, const ggml_backend_buffer_t* begin,
-                                              const ggml_backend_buffer_t* end, ggml_backend_buffer_t& outside);
+                                              const ggml_backend_buffer_t* end, BuffersOutside& outside);
 
 // What a shared arena reads at alloc (GraphAllocator::existing_memory), which alloc_graph's
 // conversion otherwise skips: shape, view offset and data of the tensors in
@@ -211,9 +220,13 @@ inline bool same_lists(const ggml_cgraph* cgraph, const Converted& out);
 // node's, `listed`) and its view source.
 [[gnu::always_inline]] inline bool same_edges(const ggml_tensor* t, const Converted::Edges& edges, bool listed);
 
-// In a shared arena, before a tensor's memory is looked at: a tensor that still carries what
-// this allocator's last alloc gave it is placed again (see OwnPlacement). The record is spent.
-[[gnu::always_inline]] inline void forget_own_placement(ggml_tensor* t, OwnPlacement& own);
+// In a shared arena, before the memory of `t` is looked at, where `t` has a buffer of the
+// arenas (the allocator's own placements all do): a view is initialised again from its source
+// (which may be the allocator's own, placed again, or another member's output, moved), and a
+// tensor that still carries what this allocator's last alloc gave it (`own`, a record of
+// `conversion`) is placed again.
+[[gnu::always_inline]] inline void forget_placement_in_arena(ggml_tensor* t, const OwnPlacement& own,
+                                                             std::uint64_t conversion);
 
 // In a shared arena, where `t` (tensor id `id` of a graph with `n_leafs` leafs and `listed`
 // leafs and nodes) has its memory in the arena's buffers: whether it is what the graph reads

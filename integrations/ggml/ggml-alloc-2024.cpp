@@ -555,7 +555,6 @@ class InitTensors final : public galloc::AllocSink {
     if (tensor->view_src != nullptr) {
       if (tensor->buffer == nullptr && tensor->view_src->buffer != nullptr) {
         view_init(tensor);
-        remember(id, tensor);
       }
       return galloc::Status::ok();
     }
@@ -567,15 +566,17 @@ class InitTensors final : public galloc::AllocSink {
                                       " has a buffer but no data; cannot allocate it");
     }
     tensor_alloc(handle_of(address->chunk), tensor, address->data);
-    remember(id, tensor);
+    // a node found in the arena is placed again whoever left it there (read_from_arena)
+    if (static_cast<std::size_t>(id) < galloc_->current.graph.leafs.size()) remember(id, tensor);
     return galloc::Status::ok();
   }
 
-  // In a shared arena, what this alloc set on the tensor, so that the next conversion knows
-  // it for the allocator's own (Converted::own).
+  // In a shared arena, what this alloc set on a leaf, so that the next conversion knows it
+  // for the allocator's own (Converted::own).
   void remember(TensorId id, const ggml_tensor* tensor) {
     Converted& current = galloc_->current;
-    if (current.track_own) current.own[static_cast<std::size_t>(id)] = {tensor->data, tensor->buffer};
+    if (current.track_own)
+      current.own[static_cast<std::size_t>(id)] = {tensor->data, tensor->buffer, current.conversion};
   }
 
   ggml_gallocr* galloc_;
