@@ -44,8 +44,6 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-constexpr VisionTower kLlava15Vision{336, 14, 1024, 16, 4096, 24, 4096};
-constexpr AudioTower kGlmAsrNanoAudio{128, 1280, 20, 5120, 32, 4096, 2048};
 constexpr int kBatch = 128;
 
 // An image of the vision tower's size, or 30 seconds of sound at 16 kHz: two chunks, as mtmd

@@ -1,7 +1,7 @@
 // mtmd projector files (mmproj) as llama.cpp's converters lay them out, written with gguf's API,
-// random weights, and mtmd's encoder made from one as llama.rn makes it. Both kinds have no begin or end marker text
-// around their chunks, so mtmd needs no tokenizer for them and the tiny no_vocab text model (llama_model.hpp) can take
-// them:
+// random (or all-zero) weights, and mtmd's encoder made from one as llama.rn makes it. Both
+// kinds have no begin or end marker text around their chunks, so mtmd needs no tokenizer for
+// them and the tiny no_vocab text model (llama_model.hpp) can take them:
 //   - vision: LLaVA-style (clip.projector_type "mlp"): a ViT with a class token and a
 //     two-layer MLP into the text model's width;
 //   - audio: GLM-ASR-style ("glma"): a Whisper encoder (two convolutions, 1500 positions for
@@ -52,6 +52,13 @@ struct AudioTower {
 constexpr VisionTower kTinyVisionTower{112, 14, 64, 4, 256, 3, 64};
 // Tiny, for make test: 1500 positions (mtmd's audio chunks are 30 seconds), 377 tokens each.
 constexpr AudioTower kTinyAudioTower{128, 32, 2, 64, 2, 64, 64};
+// LLaVA-1.5-7B's: CLIP ViT-L/14 at 336 pixels (1024 wide, 16 heads, 4096 feed-forward, 24
+// blocks, of which clip computes the first 23) and a two-layer MLP into Llama-2-7B's 4096.
+constexpr VisionTower kLlava15Vision{336, 14, 1024, 16, 4096, 24, 4096};
+// GLM-ASR-Nano-2512's: Whisper large-v3's encoder (128 mel bins, 1280 wide, 20 heads, 5120
+// feed-forward, 32 blocks), frames stacked by 4, and a GELU MLP through 4096 into its text
+// model's 2048.
+constexpr AudioTower kGlmAsrNanoAudio{128, 1280, 20, 5120, 32, 4096, 2048};
 
 // A ViT block, as clip names its tensors (`prefix` v or a); `k_bias` false as in Whisper.
 inline void add_vit_block(GgufWriter& w, const std::string& prefix, int layer, std::int64_t n_embd, std::int64_t n_ff,
@@ -87,8 +94,9 @@ inline void set_encoder_keys(gguf_context* g, const std::string& name, const std
   gguf_set_val_f32(g, (k + "attention.layer_norm_epsilon").c_str(), 1e-5f);
 }
 
-inline void write_mmproj(const std::string& path, const VisionTower& v, std::uint64_t seed) {
-  GgufWriter w(seed);
+inline void write_mmproj(const std::string& path, const VisionTower& v, std::uint64_t seed,
+                         Weights weights = Weights::kRandom) {
+  GgufWriter w(seed, weights);
   gguf_context* g = w.gguf();
   set_encoder_keys(g, "galloc-llava-style-projector", "mlp", "vision", v.n_embd, v.n_ff, v.n_layer, v.text_embd,
                    v.n_head);
@@ -113,10 +121,11 @@ inline void write_mmproj(const std::string& path, const VisionTower& v, std::uin
   w.write(path);
 }
 
-inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint64_t seed) {
+inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint64_t seed,
+                         Weights weights = Weights::kRandom) {
   constexpr int kStack = 4;         // clip.audio.projector.stack_factor, GLM-ASR's merge factor
   constexpr int kPositions = 1500;  // 3000 mel frames, halved by the second convolution
-  GgufWriter w(seed);
+  GgufWriter w(seed, weights);
   gguf_context* g = w.gguf();
   set_encoder_keys(g, "galloc-glm-asr-style-projector", "glma", "audio", a.n_embd, a.n_ff, a.n_layer, a.text_embd,
                    a.n_head);

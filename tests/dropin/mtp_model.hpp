@@ -67,8 +67,9 @@ inline void add_norms_and_ffn(GgufWriter& w, const std::string& b, const Qwen35S
   w.add(b + "ffn_down.weight", GGML_TYPE_F16, {s.n_ff, e}, 0.1f);
 }
 
-inline void write_qwen35_mtp_model(const std::string& path, const Qwen35Shape& s, std::uint64_t seed) {
-  GgufWriter w(seed);
+inline void write_qwen35_mtp_model(const std::string& path, const Qwen35Shape& s, std::uint64_t seed,
+                                   Weights weights = Weights::kRandom) {
+  GgufWriter w(seed, weights);
   gguf_context* g = w.gguf();
   const std::string a = "qwen35.";
   gguf_set_val_str(g, "general.architecture", "qwen35");
