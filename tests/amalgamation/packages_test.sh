@@ -199,6 +199,8 @@ llama_share_check() {
     local members=0
     mtmd_share_check "$spec" "$out" "$dir" || members=1
     mtp_share_check "$spec" "$out" "$dir" || members=1
+    # at real dimensions on llama.rn's two versions (#35 names them; cui-llama.rn shares their code)
+    [[ $spec != llama.rn@* ]] || real_share_check "$spec" "$out" "$dir" || members=1
     return "$members"
 }
 
@@ -284,6 +286,24 @@ mtp_share_check() {
     line=$(member_compare "$mdir" "$mdir/run" llama_mtp "the target and its MTP draft" "$mdir/run/tiny-qwen35-mtp.gguf") \
         || { echo "$line"; return 1; }
     echo "ok: $spec: $line"
+}
+
+# real_share_check SPEC OUT DIR: the same pairs at real dimensions, created but not run
+# (tests/dropin/llama_real_share_client.cpp: LLaVA-1.5-7B's text model and vision encoder,
+# GLM-ASR-Nano-2512's and its audio encoder, Qwen3.5-0.8B and its MTP draft; all-zero weights).
+# compare.cmake: every compute buffer as stock's with the ggml strategy and no larger with best,
+# the peak smaller with the group, and no more than the largest member's need (member_compare).
+# Needs mtmd_share_check's mtmd build.
+real_share_check() {
+    local spec=$1 out=$2 dir=$3 mdir=$3/real kind line
+    member_clients "$spec" "$out" "$dir" "$mdir" llama_real_share_client.cpp \
+        "real_model.hpp mmproj_model.hpp mtp_model.hpp model_writer.hpp" \
+        -- -isystem "$out/mtmd/include" -- "$out/mtmd/libmtmd.a" || return 1
+    for kind in vision audio mtp; do
+        line=$(member_compare "$mdir" "$mdir/$kind" "llama_real_share.$kind" \
+            "at real dimensions, the $kind pair (created, not run)" "$kind" "$mdir/models") || { echo "$line"; return 1; }
+        echo "ok: $spec: $line"
+    done
 }
 
 # inplace_check SPEC OUT: where this ggml exports ggml_op_can_inplace, galloc's answers for
