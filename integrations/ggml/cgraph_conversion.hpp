@@ -83,10 +83,11 @@ class TensorIds {
   std::size_t size_ = 0;
 };
 
-// What the allocator's last alloc_graph set on a leaf (tensor_alloc). In a shared arena a leaf
-// that still carries it is the allocator's own earlier placement, not memory that exists: it is
-// placed again, as a fresh tensor would be. Told by value, so a record of a tensor that is gone
-// is never followed. Nodes and views need no record (see forget_placement_in_arena).
+// What the allocator's last alloc_graph set on a leaf or a source outside the lists
+// (tensor_alloc). In a shared arena such a tensor that still carries it is the allocator's own
+// earlier placement, not memory that exists: it is placed again, as a fresh tensor would be.
+// Told by value, so a record of a tensor that is gone is never followed. Nodes and views need no
+// record (read_from_arena, forget_placement_in_arena).
 struct OwnPlacement {
   void* data = nullptr;
   ggml_backend_buffer_t buffer = nullptr;

@@ -566,13 +566,15 @@ class InitTensors final : public galloc::AllocSink {
                                       " has a buffer but no data; cannot allocate it");
     }
     tensor_alloc(handle_of(address->chunk), tensor, address->data);
-    // a node found in the arena is placed again whoever left it there (read_from_arena)
-    if (static_cast<std::size_t>(id) < galloc_->current.graph.leafs.size()) remember(id, tensor);
+    // a node found in the arena is placed again whoever left it there (read_from_arena); a
+    // leaf or a source outside the lists is kept unless the record says it is the allocator's
+    const auto i = static_cast<std::size_t>(id);
+    if (i < galloc_->current.graph.leafs.size() || i >= galloc_->current.listed) remember(id, tensor);
     return galloc::Status::ok();
   }
 
-  // In a shared arena, what this alloc set on a leaf, so that the next conversion knows it
-  // for the allocator's own (Converted::own).
+  // In a shared arena, what this alloc set on a tensor other than a node, so that the next
+  // conversion knows it for the allocator's own (Converted::own).
   void remember(TensorId id, const ggml_tensor* tensor) {
     Converted& current = galloc_->current;
     if (current.track_own)
