@@ -12,11 +12,11 @@
 // allocates again after every draft decode (another member allocated), the unshared one reuses.
 // Each round runs once more with llama.cpp's graph reuse off (LLAMA_GRAPH_REUSE_DISABLE), where
 // both modes allocate every token, to compare one alloc_graph shared with one unshared.
-// Prints per mode the median milliseconds per target token, alloc_graph's microseconds per
-// target token, the compute memory held at the peak, the larger member's buffer and a hash of
-// every target logit; in a build with galloc-rn's helper (llama_share_group.hpp) also the
-// shared/unshared ratios, the median of each round's. Compute memory is counted by buffer usage
-// (compute_memory.hpp).
+// Prints per mode the median milliseconds per target token and alloc_graph's microseconds per
+// target token (each the median of the rounds' medians), the compute memory held at the peak,
+// the larger member's buffer and a hash of every target logit; in a build with galloc-rn's
+// helper (llama_share_group.hpp) also the shared/unshared ratios, the median of each round's.
+// Compute memory is counted by buffer usage (compute_memory.hpp).
 //
 //   llama_share_bench MODEL.gguf rss unshared|shared
 //
@@ -164,12 +164,27 @@ Run run(llama_model* model, bool shared, std::uint32_t n_ctx, int prompt_length,
 double median_ms(const Timings& t) { return galloc::bench::median(t.decode_ms); }
 double median_alloc_us(const Timings& t) { return galloc::bench::median(t.alloc_us); }
 
-void print(const char* mode, const Run& r) {
+// One mode's runs, a round each: what print reports is the median of the rounds' medians.
+struct Rounds {
+  std::vector<double> alone_ms, turns_ms, alone_us, turns_us;
+  Run last;
+  void add(const Run& r) {
+    alone_ms.push_back(median_ms(r.alone));
+    turns_ms.push_back(median_ms(r.turns));
+    alone_us.push_back(median_alloc_us(r.alone));
+    turns_us.push_back(median_alloc_us(r.turns));
+    last = r;
+  }
+};
+
+void print(const char* mode, const Rounds& rounds) {
+  using galloc::bench::median;
+  const Run& r = rounds.last;
   std::printf(
       "%s: %.2f ms per target token alone, %.2f taking turns; alloc_graph %.1f us per target token alone"
       " (%d calls), %.1f taking turns (%d calls); compute peak %zu bytes, larger member %zu; logits %s\n",
-      mode, median_ms(r.alone), median_ms(r.turns), median_alloc_us(r.alone), r.alone.alloc_calls,
-      median_alloc_us(r.turns), r.turns.alloc_calls, r.peak, r.larger, hex(r.logits).c_str());
+      mode, median(rounds.alone_ms), median(rounds.turns_ms), median(rounds.alone_us), r.alone.alloc_calls,
+      median(rounds.turns_us), r.turns.alloc_calls, r.peak, r.larger, hex(r.logits).c_str());
 }
 
 // The realistic run for peak RSS, in one mode.
@@ -199,6 +214,7 @@ int main(int argc, char** argv) {
   if (kHasShareGroups) {
     std::vector<double> alone_ratio, turns_ratio, alloc_alone_ratio, alloc_turns_ratio;
     Run unshared, shared, unshared_rebuild, shared_rebuild;
+    Rounds unshared_rounds, shared_rounds, unshared_rebuild_rounds, shared_rebuild_rounds;
     for (int round = 0; round < rounds; ++round) {
       // by turns, each mode first in every other round
       for (const bool reuse : {true, false}) {
@@ -208,24 +224,26 @@ int main(int argc, char** argv) {
         s = run_mode(true, reuse);
         if (round % 2 == 1) u = run_mode(false, reuse);
         if (u.logits != s.logits) fail("shared and unshared targets computed different logits");
+        (reuse ? unshared_rounds : unshared_rebuild_rounds).add(u);
+        (reuse ? shared_rounds : shared_rebuild_rounds).add(s);
       }
       alone_ratio.push_back(median_ms(shared.alone) / median_ms(unshared.alone));
       turns_ratio.push_back(median_ms(shared.turns) / median_ms(unshared.turns));
       alloc_alone_ratio.push_back(median_alloc_us(shared_rebuild.alone) / median_alloc_us(unshared_rebuild.alone));
       alloc_turns_ratio.push_back(median_alloc_us(shared_rebuild.turns) / median_alloc_us(unshared_rebuild.turns));
     }
-    print("unshared", unshared);
-    print("shared", shared);
-    print("unshared, graph reuse off", unshared_rebuild);
-    print("shared, graph reuse off", shared_rebuild);
+    print("unshared", unshared_rounds);
+    print("shared", shared_rounds);
+    print("unshared, graph reuse off", unshared_rebuild_rounds);
+    print("shared, graph reuse off", shared_rebuild_rounds);
     std::printf(
         "ratio shared/unshared per target token: decode alone %.3f, taking turns %.3f; "
         "alloc_graph with graph reuse off alone %.3f, taking turns %.3f (median of %d rounds)\n",
         galloc::bench::median(alone_ratio), galloc::bench::median(turns_ratio),
         galloc::bench::median(alloc_alone_ratio), galloc::bench::median(alloc_turns_ratio), rounds);
   } else {
-    Run stock;
-    for (int round = 0; round < rounds; ++round) stock = run_mode(false, true);
+    Rounds stock;
+    for (int round = 0; round < rounds; ++round) stock.add(run_mode(false, true));
     print("stock", stock);
   }
   llama_model_free(model);
