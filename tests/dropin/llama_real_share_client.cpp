@@ -15,8 +15,8 @@
 //
 // The models are written into DIR unless they are there, every weight zero (a hole in the
 // file). The text models' matrices are IQ1_S, the smallest type llama.cpp's CPU backend takes:
-// llama.cpp reads the whole mapped file at load (MAP_POPULATE), and a zero F16 7B costs 30
-// seconds and 13 GB of page cache that way. The weights' type does not change a compute buffer
+// llama.cpp reads the whole mapped file at load (MAP_POPULATE), and a zero F16 7B took 34
+// seconds and 14 GB of page cache that way. The weights' type does not change a compute buffer
 // (every activation is F32). The target's context: 2048 positions, batches of 128, as the
 // bench's. The second member is made as initMultimodal or createMTPDraftContext makes it, in the
 // target's group with "share". Prints the compute buffers held while both live (info), the
