@@ -18,8 +18,8 @@
 namespace galloc::dropin_test {
 
 // kZero: every weight zero, the data section left as a hole in the file (a sparse file: a 7B
-// model costs no disk and no time to write; all-zero bytes are zeros in Q4_0 too). For programs
-// that create contexts and compute nothing that matters.
+// model costs no disk and no time to write; all-zero bytes give zero scales, so zeros, in the
+// quantised types too). For programs that create contexts and compute nothing that matters.
 enum class Weights { kRandom, kZero };
 
 // The tensors of one gguf file, each with data of its own: random values, or none (kZero).
