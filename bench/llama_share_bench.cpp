@@ -177,6 +177,13 @@ struct Rounds {
   }
 };
 
+// The median over the rounds of shared[i] / unshared[i].
+double median_ratio(const std::vector<double>& shared, const std::vector<double>& unshared) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < shared.size() && i < unshared.size(); ++i) ratios.push_back(shared[i] / unshared[i]);
+  return galloc::bench::median(ratios);
+}
+
 void print(const char* mode, const Rounds& rounds) {
   using galloc::bench::median;
   const Run& r = rounds.last;
@@ -212,35 +219,29 @@ int main(int argc, char** argv) {
   if (rounds < 1 || tokens < 1) fail("ROUNDS and TOKENS must be at least 1");
   const auto run_mode = [&](bool shared, bool reuse) { return run(model, shared, 512, 32, tokens, tokens, reuse); };
   if (kHasShareGroups) {
-    std::vector<double> alone_ratio, turns_ratio, alloc_alone_ratio, alloc_turns_ratio;
-    Run unshared, shared, unshared_rebuild, shared_rebuild;
-    Rounds unshared_rounds, shared_rounds, unshared_rebuild_rounds, shared_rebuild_rounds;
+    Rounds unshared, shared, unshared_rebuild, shared_rebuild;
     for (int round = 0; round < rounds; ++round) {
       // by turns, each mode first in every other round
       for (const bool reuse : {true, false}) {
-        Run& u = reuse ? unshared : unshared_rebuild;
-        Run& s = reuse ? shared : shared_rebuild;
+        Run u, s;
         if (round % 2 == 0) u = run_mode(false, reuse);
         s = run_mode(true, reuse);
         if (round % 2 == 1) u = run_mode(false, reuse);
         if (u.logits != s.logits) fail("shared and unshared targets computed different logits");
-        (reuse ? unshared_rounds : unshared_rebuild_rounds).add(u);
-        (reuse ? shared_rounds : shared_rebuild_rounds).add(s);
+        (reuse ? unshared : unshared_rebuild).add(u);
+        (reuse ? shared : shared_rebuild).add(s);
       }
-      alone_ratio.push_back(median_ms(shared.alone) / median_ms(unshared.alone));
-      turns_ratio.push_back(median_ms(shared.turns) / median_ms(unshared.turns));
-      alloc_alone_ratio.push_back(median_alloc_us(shared_rebuild.alone) / median_alloc_us(unshared_rebuild.alone));
-      alloc_turns_ratio.push_back(median_alloc_us(shared_rebuild.turns) / median_alloc_us(unshared_rebuild.turns));
     }
-    print("unshared", unshared_rounds);
-    print("shared", shared_rounds);
-    print("unshared, graph reuse off", unshared_rebuild_rounds);
-    print("shared, graph reuse off", shared_rebuild_rounds);
+    print("unshared", unshared);
+    print("shared", shared);
+    print("unshared, graph reuse off", unshared_rebuild);
+    print("shared, graph reuse off", shared_rebuild);
     std::printf(
         "ratio shared/unshared per target token: decode alone %.3f, taking turns %.3f; "
         "alloc_graph with graph reuse off alone %.3f, taking turns %.3f (median of %d rounds)\n",
-        galloc::bench::median(alone_ratio), galloc::bench::median(turns_ratio),
-        galloc::bench::median(alloc_alone_ratio), galloc::bench::median(alloc_turns_ratio), rounds);
+        median_ratio(shared.alone_ms, unshared.alone_ms), median_ratio(shared.turns_ms, unshared.turns_ms),
+        median_ratio(shared_rebuild.alone_us, unshared_rebuild.alone_us),
+        median_ratio(shared_rebuild.turns_us, unshared_rebuild.turns_us), rounds);
   } else {
     Rounds stock;
     for (int round = 0; round < rounds; ++round) stock.add(run_mode(false, true));
