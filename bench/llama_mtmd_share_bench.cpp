@@ -22,7 +22,6 @@
 // the media, the prompt and each generated token, on a line that starts "vision MODE:" or
 // "audio MODE:". Compute memory is counted by buffer usage (compute_memory.hpp).
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -46,22 +45,10 @@ using namespace galloc::dropin_test;
 
 constexpr int kBatch = 128;
 
-// An image of the vision tower's size, or 30 seconds of sound at 16 kHz: two chunks, as mtmd
-// pads sound to at least 31 seconds, appends 30 seconds of silence to its mel frames and encodes
-// every whole 30-second chunk
-mtmd_bitmap* make_media(bool audio) {
-  if (audio) {
-    std::vector<float> samples(30 * 16000);
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      samples[i] = 0.3f * std::sin(0.02f * static_cast<float>(i)) + 0.1f * std::sin(0.37f * static_cast<float>(i));
-    }
-    return mtmd_bitmap_init_from_audio(samples.size(), samples.data());
-  }
-  const int side = kLlava15Vision.image_size;
-  std::vector<unsigned char> rgb(static_cast<std::size_t>(side) * side * 3);
-  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 7 + i / 1013) & 0xff);
-  return mtmd_bitmap_init(side, side, rgb.data());
-}
+// An image of the vision tower's size, or 30 seconds of sound: two chunks, as mtmd pads sound
+// to at least 31 seconds, appends 30 seconds of silence to its mel frames and encodes every
+// whole 30-second chunk
+mtmd_bitmap* make_media(bool audio) { return make_test_media(audio, kLlava15Vision.image_size, 30, 0); }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -13,7 +13,6 @@
 // while both live, and the compute memory held at the peak is the largest member's need, as
 // the encoder carries nothing to the target (its embeddings are copied to host memory).
 // Compute memory is counted by buffer usage (compute_memory.hpp).
-#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -33,23 +32,8 @@ namespace {
 
 using namespace galloc::dropin_test;
 
-// The media of one round, a pattern that differs with `round`: an image of the tower's size, or
-// three seconds of sound at 16 kHz.
-mtmd_bitmap* make_media(bool audio, int round) {
-  if (audio) {
-    std::vector<float> samples(3 * 16000);
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      samples[i] = 0.3f * std::sin(0.01f * static_cast<float>(i) * static_cast<float>(round + 2)) +
-                   0.1f * std::sin(0.37f * static_cast<float>(i));
-    }
-    return mtmd_bitmap_init_from_audio(samples.size(), samples.data());
-  }
-  std::vector<unsigned char> rgb(static_cast<std::size_t>(kTinyVisionTower.image_size) * kTinyVisionTower.image_size *
-                                 3);
-  for (std::size_t i = 0; i < rgb.size(); ++i)
-    rgb[i] = static_cast<unsigned char>((i * 7 + round * 31 + i / 97) & 0xff);
-  return mtmd_bitmap_init(kTinyVisionTower.image_size, kTinyVisionTower.image_size, rgb.data());
-}
+// The media of one round: an image of the tower's size, or three seconds of sound.
+mtmd_bitmap* make_media(bool audio, int round) { return make_test_media(audio, kTinyVisionTower.image_size, 3, round); }
 
 }  // namespace
 

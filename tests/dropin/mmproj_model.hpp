@@ -11,6 +11,8 @@
 //     makes for a 30-second chunk, and aborts.)
 #pragma once
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
@@ -148,6 +150,23 @@ inline void write_mmproj(const std::string& path, const AudioTower& a, std::uint
   w.add("v.boi", GGML_TYPE_F32, {a.text_embd}, 0.5f);
   w.add("v.eoi", GGML_TYPE_F32, {a.text_embd}, 0.5f);
   w.write(path);
+}
+
+// Media to encode, a pattern that differs with `round`: an image of side x side pixels, or
+// `seconds` of sound at 16 kHz.
+inline mtmd_bitmap* make_test_media(bool audio, int side, int seconds, int round) {
+  if (audio) {
+    std::vector<float> samples(static_cast<std::size_t>(seconds) * 16000);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      samples[i] = 0.3f * std::sin(0.01f * static_cast<float>(i) * static_cast<float>(round + 2)) +
+                   0.1f * std::sin(0.37f * static_cast<float>(i));
+    }
+    return mtmd_bitmap_init_from_audio(samples.size(), samples.data());
+  }
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(side) * side * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i)
+    rgb[i] = static_cast<unsigned char>((i * 7 + static_cast<std::size_t>(round) * 31 + i / 97) & 0xff);
+  return mtmd_bitmap_init(side, side, rgb.data());
 }
 
 // mtmd's encoder for `model` from `mmproj`, on the CPU with two threads, made as llama.rn's
