@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "ggml.h"
@@ -47,12 +46,8 @@ int main(int argc, char** argv) {
       (weights != "f16" && weights != "q4_0")) {
     fail(usage);
   }
-  std::filesystem::create_directories(argv[5]);
   const std::string path =
-      std::string(argv[5]) + "/" + model_dims->name + (weights == "f16" ? "" : "." + weights) + ".gguf";
-  if (!std::filesystem::exists(path)) {
-    write_real_model(*model_dims, weights == "f16" ? GGML_TYPE_F16 : GGML_TYPE_Q4_0, path);
-  }
+      real_model_file(*model_dims, weights == "f16" ? GGML_TYPE_F16 : GGML_TYPE_Q4_0, std::string(argv[5]));
 
   // llama.cpp maps the file (its default load mode): the weights stay in the file's hole
   llama_model* model = load_llama_model(path);

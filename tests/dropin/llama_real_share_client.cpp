@@ -56,8 +56,7 @@ std::string model_file(const std::string& dir, const std::string& name, Write wr
 std::string text_model(const std::string& dir, const char* name) {
   const RealModel* dims = find_model(name);
   if (dims == nullptr) fail(std::string("no real model ") + name);
-  return model_file(dir, std::string(name) + ".iq1_s",
-                    [&](const std::string& path) { write_real_model(*dims, GGML_TYPE_IQ1_S, path); });
+  return real_model_file(*dims, GGML_TYPE_IQ1_S, dir);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,16 @@ inline void write_real_model(const RealModel& m, ggml_type matrix_type, const st
   vector("output_norm.weight", m.embd);
   if (!m.tied) matrix("output.weight", m.embd, m.vocab);
   w.write(path);
+}
+
+// DIR/NAME.gguf for F16 matrices, DIR/NAME.TYPE.gguf for others (llama-2-7b.q4_0.gguf), written
+// by write_real_model unless it exists.
+inline std::string real_model_file(const RealModel& m, ggml_type matrix_type, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string type = matrix_type == GGML_TYPE_F16 ? "" : std::string(".") + ggml_type_name(matrix_type);
+  const std::string path = dir + "/" + m.name + type + ".gguf";
+  if (!std::filesystem::exists(path)) write_real_model(m, matrix_type, path);
+  return path;
 }
 
 }  // namespace galloc::dropin_test
