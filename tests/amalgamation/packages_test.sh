@@ -199,7 +199,7 @@ llama_share_check() {
     local members=0
     mtmd_share_check "$spec" "$out" "$dir" || members=1
     mtp_share_check "$spec" "$out" "$dir" || members=1
-    # at real dimensions on llama.rn's two versions only: about 40 s each, and cui-llama.rn's
+    # at real dimensions on llama.rn's two versions only: about 50 s each, and cui-llama.rn's
     # members run in the checks above
     [[ $spec != llama.rn@* ]] || real_share_check "$spec" "$out" "$dir" || members=1
     return "$members"
